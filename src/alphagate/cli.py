@@ -1,0 +1,395 @@
+"""The ``alphagate`` command line: parse flags → typed config → call → render or dump JSON.
+
+Only this module prints, reads the environment, writes files or sets exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console, RenderableType
+
+from alphagate import __version__
+from alphagate.closed_form import (
+    RESULTS_SCHEMA,
+    Quantity,
+    blend_answer,
+    breakeven_answer,
+    convert_answer,
+    memory_answer,
+    optimal_k_answer,
+    required_answer,
+    speedup_answer,
+    table_answer,
+)
+from alphagate.config import ConfigError, CostModel, TrafficClass, parse_traffic_class
+from alphagate.quantities import TransformerShape
+from alphagate.report import model as model_report
+from alphagate.specs import SpecError, model_preset_names, resolve_model
+from alphagate.theory.memory import BYTES_PER_PARAM
+
+app = typer.Typer(
+    name="alphagate",
+    help=(
+        "Measure α before you flip the flag. Model, simulate, measure, benchmark, gate and plan "
+        "speculative decoding (EAGLE-3, EAGLE, draft models, n-gram, MTP) for vLLM and SGLang.\n\n"
+        "Acceptance quantities are never mixed: α = conditional per-token acceptance "
+        "(Leviathan), ρ = draft acceptance rate = accepted ÷ drafted (vLLM), τ = mean "
+        "acceptance length incl. the bonus token."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+model_app = typer.Typer(
+    help="Closed forms (no hardware needed): speedup, break-even α, α for a target, optimal K, "
+    "traffic blends, α/ρ/τ conversions, draft memory.",
+    no_args_is_help=True,
+)
+app.add_typer(model_app, name="model")
+
+console = Console()
+R = TypeVar("R", bound=BaseModel)
+
+
+# ---------------------------------------------------------------- shared options
+def _positive(value: float, flag: str) -> float:
+    if not value > 0.0:
+        raise typer.BadParameter(f"must be > 0, got {value:g}", param_hint=flag)
+    return value
+
+
+AlphaOpt = Annotated[
+    float,
+    typer.Option(
+        "--alpha", "-a", min=0.0, max=1.0, help="α: conditional per-token acceptance, in [0, 1]."
+    ),
+]
+KOpt = Annotated[
+    int, typer.Option("--k", "-k", min=1, help="K: draft tokens proposed per step (>= 1).")
+]
+DraftCostOpt = Annotated[
+    float,
+    typer.Option(
+        "--draft-cost", "-c", min=0.0, help="c: one draft forward ÷ one plain decode step (>= 0)."
+    ),
+]
+VerifyCostOpt = Annotated[
+    float,
+    typer.Option(
+        "--verify-cost",
+        "-v",
+        callback=lambda v: _positive(v, "--verify-cost"),
+        help="v: verify pass over K+1 tokens ÷ one plain decode step (> 0; 1 = Leviathan's assumption).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+
+def _emit(verb: str, answer: R, as_json: bool, render: Callable[[R], RenderableType]) -> None:
+    if as_json:
+        payload = {"schema": RESULTS_SCHEMA, "verb": verb, **answer.model_dump(mode="json")}
+        typer.echo(json.dumps(payload, indent=2))
+    else:
+        console.print(render(answer))
+
+
+def _costs(draft_cost: float, verify_cost: float) -> CostModel:
+    return CostModel(draft_cost=draft_cost, verify_cost=verify_cost)
+
+
+def _float_list(
+    text: str, flag: str, lo: float | None = None, hi: float | None = None
+) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a comma-separated list of numbers", param_hint=flag
+        ) from None
+    if not values:
+        raise typer.BadParameter("the list is empty", param_hint=flag)
+    for x in values:
+        if (lo is not None and x < lo) or (hi is not None and x > hi):
+            raise typer.BadParameter(f"{x:g} is outside [{lo}, {hi}]", param_hint=flag)
+    return values
+
+
+def _int_list(text: str, flag: str, lo: int = 1) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a comma-separated list of integers", param_hint=flag
+        ) from None
+    if not values or min(values) < lo:
+        raise typer.BadParameter(f"needs integers >= {lo}, got {text!r}", param_hint=flag)
+    return values
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"alphagate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """alphagate command line."""
+
+
+# ---------------------------------------------------------------- model
+@model_app.command("speedup")
+def model_speedup(
+    alpha: AlphaOpt,
+    k: KOpt,
+    draft_cost: DraftCostOpt = 0.0,
+    verify_cost: VerifyCostOpt = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Exact speedup S = E(α,K)/(K·c + v), with τ, ρ and the lesson's linear estimate beside it."""
+    _emit(
+        "model speedup",
+        speedup_answer(alpha, k, _costs(draft_cost, verify_cost)),
+        as_json,
+        model_report.render_speedup,
+    )
+
+
+@model_app.command("breakeven")
+def model_breakeven(
+    k: KOpt,
+    draft_cost: DraftCostOpt = 0.0,
+    verify_cost: VerifyCostOpt = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """α at which speculation stops paying (S = 1), exact and per the linear rule overhead/K."""
+    _emit(
+        "model breakeven",
+        breakeven_answer(k, _costs(draft_cost, verify_cost)),
+        as_json,
+        model_report.render_breakeven,
+    )
+
+
+@model_app.command("required")
+def model_required(
+    target_speedup: Annotated[
+        float,
+        typer.Option(
+            "--speedup",
+            "-s",
+            callback=lambda v: _positive(v, "--speedup"),
+            help="Target speedup (e.g. 2 for 2×).",
+        ),
+    ],
+    k: KOpt,
+    draft_cost: DraftCostOpt = 0.0,
+    verify_cost: VerifyCostOpt = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Smallest α that reaches a target speedup (null with the reason when unreachable)."""
+    ans = required_answer(target_speedup, k, _costs(draft_cost, verify_cost))
+    _emit("model required", ans, as_json, model_report.render_required)
+
+
+@model_app.command("optimal-k")
+def model_optimal_k(
+    alpha: AlphaOpt,
+    draft_cost: DraftCostOpt = 0.0,
+    verify_cost: VerifyCostOpt = 1.0,
+    k_max: Annotated[int, typer.Option("--k-max", min=1, max=64, help="Largest K to try.")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """Best K in 1..k-max; K = 0 means leave speculation off because nothing beats 1×."""
+    ans = optimal_k_answer(alpha, _costs(draft_cost, verify_cost), k_max)
+    _emit("model optimal-k", ans, as_json, model_report.render_optimal_k)
+
+
+def _parse_classes(values: list[str], require_alpha: bool) -> list[TrafficClass]:
+    try:
+        return [parse_traffic_class(v, require_alpha=require_alpha) for v in values]
+    except (ConfigError, ValidationError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--class") from None
+
+
+@model_app.command("blend")
+def model_blend(
+    classes: Annotated[
+        list[str],
+        typer.Option(
+            "--class",
+            help="NAME:SHARE:ALPHA, repeated; SHARE = fraction of output tokens (sum to 1).",
+        ),
+    ],
+    k: KOpt,
+    draft_cost: DraftCostOpt = 0.0,
+    verify_cost: VerifyCostOpt = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Blend classes by time per token (not by averaging α); shows the naive mean α beside it."""
+    parsed = _parse_classes(classes, require_alpha=True)
+    try:
+        ans = blend_answer(parsed, k, _costs(draft_cost, verify_cost))
+    except (ConfigError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--class") from None
+    _emit("model blend", ans, as_json, model_report.render_blend)
+
+
+@model_app.command("convert")
+def model_convert(
+    k: KOpt,
+    alpha: Annotated[
+        float | None, typer.Option("--alpha", "-a", min=0.0, max=1.0, help="Given α (conditional).")
+    ] = None,
+    rho: Annotated[
+        float | None,
+        typer.Option(
+            "--draft-acceptance-rate",
+            "--rho",
+            min=0.0,
+            max=1.0,
+            help="Given ρ = accepted ÷ drafted.",
+        ),
+    ] = None,
+    tau: Annotated[
+        float | None,
+        typer.Option(
+            "--mean-acceptance-length", "--tau", min=1.0, help="Given τ (incl. bonus token)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Express one acceptance figure as all three: α, ρ and τ (i.i.d. α assumed)."""
+    given = [
+        (n, v)
+        for n, v in (
+            ("alpha", alpha),
+            ("draft_acceptance_rate", rho),
+            ("mean_acceptance_length", tau),
+        )
+        if v is not None
+    ]
+    if len(given) != 1:
+        raise typer.BadParameter(
+            "give exactly one of --alpha, --draft-acceptance-rate, --mean-acceptance-length",
+            param_hint="--alpha/--draft-acceptance-rate/--mean-acceptance-length",
+        )
+    name, value = given[0]
+    if name == "mean_acceptance_length" and value > k + 1:
+        raise typer.BadParameter(
+            f"τ = {value:g} exceeds K + 1 = {k + 1}", param_hint="--mean-acceptance-length"
+        )
+    quantity: Quantity = name  # type: ignore[assignment]
+    _emit("model convert", convert_answer(quantity, value, k), as_json, model_report.render_convert)
+
+
+def _resolve(name: str, flag: str) -> TransformerShape:
+    try:
+        return resolve_model(name)
+    except SpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint=flag) from None
+
+
+@model_app.command("memory")
+def model_memory(
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            "-t",
+            help=f"Target: a preset ({', '.join(model_preset_names())}) or config.json.",
+        ),
+    ],
+    draft: Annotated[
+        str,
+        typer.Option(
+            "--draft", "-d", help="Drafter: eagle3, eagle, or a draft model preset / config.json."
+        ),
+    ],
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="Weight and KV dtype: bf16, fp16, fp8, int4.")
+    ] = "bf16",
+    draft_vocab_size: Annotated[
+        int, typer.Option("--draft-vocab-size", min=1, help="EAGLE-3 draft vocabulary size.")
+    ] = 32_000,
+    as_json: JsonOpt = False,
+) -> None:
+    """Parameters, weight bytes and KV bytes per token of a target and its drafter, compared."""
+    if dtype not in BYTES_PER_PARAM:
+        raise typer.BadParameter(
+            f"unknown dtype {dtype!r}; use one of {', '.join(BYTES_PER_PARAM)}",
+            param_hint="--dtype",
+        )
+    t = _resolve(target, "--target")
+    d_key = draft.strip().lower()
+    d = d_key if d_key in ("eagle3", "eagle") else _resolve(draft, "--draft")
+    ans = memory_answer(t, d, dtype, draft_vocab_size)  # type: ignore[arg-type]
+    _emit("model memory", ans, as_json, model_report.render_memory)
+
+
+@model_app.command("table")
+def model_table(
+    alphas: Annotated[
+        str, typer.Option("--alphas", help="Comma-separated α values.")
+    ] = "0.4,0.5,0.55,0.6,0.7,0.8,0.9",
+    ks: Annotated[str, typer.Option("--ks", help="Comma-separated K values.")] = "1,2,3,4,5,6,8",
+    draft_cost: DraftCostOpt = 0.05,
+    verify_costs: Annotated[
+        str,
+        typer.Option(
+            "--verify-cost", "-v", help="Comma-separated verify cost ratios (sensitivity)."
+        ),
+    ] = "1.0",
+    linear: Annotated[
+        bool, typer.Option("--linear", help="Show the lesson's linear estimate in each cell.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Speedup grid over α × K with the break-even α per K, for one or more verify costs."""
+    ans = table_answer(
+        _float_list(alphas, "--alphas", 0.0, 1.0),
+        _int_list(ks, "--ks"),
+        draft_cost,
+        _float_list(verify_costs, "--verify-cost", 1e-9, None),
+    )
+    _emit("model table", ans, as_json, lambda a: model_report.render_table(a, show_linear=linear))
+
+
+# ---------------------------------------------------------------- demo
+@app.command("demo")
+def demo() -> None:
+    """Run the whole workflow on its embedded defaults (no GPU, no network)."""
+    console.rule("[bold]alphagate demo — measure α before you flip the flag")
+    grid = table_answer(
+        [0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9], [1, 2, 3, 4, 5, 6, 8], 0.05, [1.0, 1.15]
+    )
+    console.print(model_report.render_table(grid))
+    console.print(model_report.render_linear_gap(grid))
+    lesson = speedup_answer(0.7, 5, CostModel(draft_cost=0.02, verify_cost=1.0))
+    console.print(
+        f"The lesson's worked case, K=5, α=0.7, overhead 0.1: linear (1+K·α)/(1+0.1) = "
+        f"{4.5 / 1.1:.2f}×; exact E = {lesson.expected_tokens_per_pass:.3f} tokens/pass → "
+        f"{lesson.expected_tokens_per_pass / 1.1:.2f}× (1+K·α overstates E by "
+        f"{(lesson.linear_overestimate_ratio - 1) * 100:.0f}%)."
+    )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""Pure renderers: typed result records in, rich tables / markdown / HTML out. No I/O."""

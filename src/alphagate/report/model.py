@@ -1,0 +1,239 @@
+"""Rich renderings of the ``alphagate model`` answers."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from alphagate.closed_form import (
+    BlendAnswer,
+    BreakevenAnswer,
+    ConvertAnswer,
+    MemoryAnswer,
+    OptimalKAnswer,
+    RequiredAnswer,
+    SpeedupAnswer,
+    TableAnswer,
+)
+from alphagate.report._fmt import fmt_alpha, fmt_bytes, fmt_count, fmt_x
+
+__all__ = [
+    "render_blend",
+    "render_breakeven",
+    "render_convert",
+    "render_linear_gap",
+    "render_memory",
+    "render_optimal_k",
+    "render_required",
+    "render_speedup",
+    "render_table",
+]
+
+
+def _kv(title: str, rows: list[tuple[str, str, str]]) -> Table:
+    t = Table(title=title, show_header=True, header_style="bold")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_column("note", style="dim")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def _costs(k: int, c: float, v: float) -> str:
+    return f"K={k}, draft cost c={c:g}, verify cost v={v:g}"
+
+
+def render_speedup(a: SpeedupAnswer) -> RenderableType:
+    return _kv(
+        f"Speedup at α={a.alpha:g}, {_costs(a.k, a.draft_cost, a.verify_cost)}",
+        [
+            (
+                "E  expected tokens / target pass",
+                f"{a.expected_tokens_per_pass:.4f}",
+                "(1−α^(K+1))/(1−α)",
+            ),
+            ("S  speedup", fmt_x(a.speedup, 3), "E / (K·c + v)"),
+            ("τ  mean acceptance length", f"{a.mean_acceptance_length:.4f}", "incl. bonus token"),
+            (
+                "ρ  draft acceptance rate",
+                f"{a.draft_acceptance_rate:.4f}",
+                "accepted ÷ drafted (vLLM)",
+            ),
+            ("α  break-even", fmt_alpha(a.alpha_breakeven, 4), "S = 1"),
+            ("upper bound on E", f"{a.upper_bound_tokens_per_pass:.4f}", "min(K+1, 1/(1−α))"),
+            ("operations factor", f"{a.operations_factor:.3f}", "Leviathan Thm 3.11"),
+            (
+                "compute-bound floor",
+                fmt_x(a.compute_bound_speedup, 3),
+                "throughput ratio when FLOP-bound",
+            ),
+            (
+                "linear 1+K·α  (APPROX.)",
+                f"{a.linear_expected_tokens:.4f}",
+                f"overstates E ×{a.linear_overestimate_ratio:.3f}",
+            ),
+            ("linear speedup (APPROX.)", fmt_x(a.linear_speedup, 3), "(1+K·α)/(1+overhead)"),
+        ],
+    )
+
+
+def render_breakeven(a: BreakevenAnswer) -> RenderableType:
+    rows = [
+        ("α break-even (exact)", fmt_alpha(a.alpha_breakeven, 4), "E(α,K) = K·c + v"),
+        (
+            "ρ at break-even",
+            fmt_alpha(a.draft_acceptance_rate_breakeven, 4),
+            "what vLLM would show",
+        ),
+        ("τ at break-even", fmt_alpha(a.mean_acceptance_length_breakeven, 4), "incl. bonus token"),
+        ("α break-even (linear, APPROX.)", fmt_alpha(a.alpha_breakeven_linear, 4), "overhead / K"),
+    ]
+    t = _kv(f"Break-even α, {_costs(a.k, a.draft_cost, a.verify_cost)}", rows)
+    return Group(t, Text(a.reason, style="yellow")) if a.reason else t
+
+
+def render_required(a: RequiredAnswer) -> RenderableType:
+    rows = [
+        ("α required (exact)", fmt_alpha(a.alpha_required, 4), f"for S = {a.target_speedup:g}×"),
+        ("ρ required", fmt_alpha(a.draft_acceptance_rate_required, 4), "accepted ÷ drafted"),
+        ("τ required", fmt_alpha(a.mean_acceptance_length_required, 4), "incl. bonus token"),
+        ("α required (linear, APPROX.)", fmt_alpha(a.alpha_required_linear, 4), "from 1 + K·α"),
+        ("max speedup at α = 1", fmt_x(a.max_speedup, 3), "(K+1)/(K·c + v)"),
+    ]
+    t = _kv(f"α for {a.target_speedup:g}×, {_costs(a.k, a.draft_cost, a.verify_cost)}", rows)
+    return Group(t, Text(a.reason, style="yellow")) if a.reason else t
+
+
+def render_optimal_k(a: OptimalKAnswer) -> RenderableType:
+    t = Table(title=f"Speedup by K at α={a.alpha:g}, c={a.draft_cost:g}, v={a.verify_cost:g}")
+    t.add_column("K", justify="right")
+    t.add_column("speedup", justify="right")
+    for i, s in enumerate(a.speedup_by_k, start=1):
+        style = "bold green" if i == a.k else None
+        t.add_row(str(i), fmt_x(s, 3), style=style)
+    verdict = (
+        Text(f"optimal K = {a.k} → {a.speedup:.3f}×", style="bold green")
+        if a.k > 0
+        else Text("no K beats plain decoding: leave speculation off (K = 0)", style="bold red")
+    )
+    return Group(t, verdict)
+
+
+def render_blend(a: BlendAnswer) -> RenderableType:
+    t = Table(title=f"Traffic blend, {_costs(a.k, a.draft_cost, a.verify_cost)}")
+    for col in ("class", "token share", "α", "E", "speedup", "time share", "net win"):
+        t.add_column(col, justify="left" if col == "class" else "right")
+    for r in a.classes:
+        t.add_row(
+            r.name,
+            f"{r.share:.3f}",
+            f"{r.alpha:.3f}",
+            f"{r.expected_tokens_per_pass:.3f}",
+            fmt_x(r.speedup, 3),
+            f"{r.time_share:.3f}",
+            "yes" if r.net_win else "[red]no[/red]",
+        )
+    summary = _kv(
+        "Blended (time per token, not averaged α)",
+        [
+            ("blended speedup", fmt_x(a.blended_speedup, 3), "1 / Σ share_i / S_i"),
+            ("equivalent single α", f"{a.equivalent_alpha:.4f}", "α giving the same speedup"),
+            ("naive mean α", f"{a.naive_mean_alpha:.4f}", "Σ share_i · α_i — do not use"),
+            ("speedup at naive α", fmt_x(a.naive_speedup, 3), "what averaging α would claim"),
+            ("α break-even", fmt_alpha(a.alpha_breakeven, 4), "S = 1"),
+            ("net win", "yes" if a.net_win else "no", ""),
+        ],
+    )
+    return Group(t, summary)
+
+
+def render_convert(a: ConvertAnswer) -> RenderableType:
+    rows = [
+        ("α  conditional (i.i.d.)", fmt_alpha(a.alpha, 4), "Leviathan α"),
+        ("ρ  draft acceptance rate", f"{a.draft_acceptance_rate:.4f}", "accepted ÷ drafted"),
+        ("τ  mean acceptance length", f"{a.mean_acceptance_length:.4f}", "1 + K·ρ, incl. bonus"),
+    ]
+    if a.per_position_unconditional:
+        rates = ", ".join(f"{x:.3f}" for x in a.per_position_unconditional)
+        rows.append(("per-position (unconditional)", rates, "α^i, as vLLM reports"))
+    t = _kv(f"Acceptance at K={a.k} from {a.given}={a.given_value:g}", rows)
+    return Group(t, Text(a.reason, style="yellow")) if a.reason else t
+
+
+def render_memory(a: MemoryAnswer) -> RenderableType:
+    t = Table(title=f"Memory ({a.dtype} weights)")
+    for col in ("model", "kind", "params", "weights", "KV / token", "KV layers"):
+        t.add_column(col, justify="left" if col in ("model", "kind") else "right")
+    for fp in (a.target, a.draft):
+        t.add_row(
+            fp.name,
+            fp.kind,
+            fmt_count(fp.params),
+            fmt_bytes(fp.weight_bytes),
+            fmt_bytes(fp.kv_bytes_per_token),
+            str(fp.layers_with_kv),
+        )
+    summary = _kv(
+        "Drafter cost",
+        [
+            ("draft weights ÷ target weights", f"{a.draft_weight_fraction_of_target:.4f}", ""),
+            ("draft KV ÷ target KV per token", f"{a.draft_kv_fraction_of_target:.4f}", ""),
+            (
+                "target KV tokens displaced",
+                f"{a.tokens_of_target_kv_displaced_by_draft_weights:,.0f}",
+                "draft weights ÷ target KV/token",
+            ),
+        ],
+    )
+    return Group(t, summary)
+
+
+def render_table(a: TableAnswer, show_linear: bool = False) -> RenderableType:
+    parts: list[RenderableType] = []
+    for vi, v in enumerate(a.verify_costs):
+        t = Table(title=f"Speedup (exact), draft cost c={a.draft_cost:g}, verify cost v={v:g}")
+        t.add_column("K", justify="right")
+        for al in a.alphas:
+            t.add_column(f"α={al:g}", justify="right")
+        t.add_column("α break-even", justify="right", style="bold")
+        t.add_column("linear α_be", justify="right", style="dim")
+        for ki, k in enumerate(a.ks):
+            cells = []
+            for ai in range(len(a.alphas)):
+                s = a.speedup[vi][ki][ai]
+                cell = f"{s:.2f}"
+                if show_linear:
+                    cell += f" [dim]({a.linear_speedup[vi][ki][ai]:.2f})[/dim]"
+                cells.append(f"[red]{cell}[/red]" if s < 1.0 else cell)
+            t.add_row(
+                str(k),
+                *cells,
+                fmt_alpha(a.alpha_breakeven[vi][ki]),
+                fmt_alpha(a.alpha_breakeven_linear[vi][ki]),
+            )
+        parts.append(t)
+    if show_linear:
+        parts.append(
+            Text(
+                "(in parentheses: the lesson's linear estimate (1+K·α)/(1+overhead) — an approximation)",
+                style="dim",
+            )
+        )
+    return Group(*parts)
+
+
+def render_linear_gap(a: TableAnswer) -> RenderableType:
+    """How far the lesson's 1 + K·α is from the exact E(α, K): the overestimate ratio."""
+    t = Table(title="Linear approximation 1+K·α ÷ exact E(α,K)  (1.00 = exact)")
+    t.add_column("K", justify="right")
+    for al in a.alphas:
+        t.add_column(f"α={al:g}", justify="right")
+    for ki, k in enumerate(a.ks):
+        cells = []
+        for ai in range(len(a.alphas)):
+            ratio = a.linear_expected_tokens[ki][ai] / a.expected_tokens_per_pass[ki][ai]
+            cells.append(f"[yellow]{ratio:.3f}[/yellow]" if ratio > 1.1 else f"{ratio:.3f}")
+        t.add_row(str(k), *cells)
+    return t

@@ -1,0 +1,82 @@
+"""Closed forms for speculative decoding — pure numpy, no I/O.
+
+Leviathan, Kalman & Matias 2023 (arXiv 2211.17192) unless a function says otherwise. The three
+acceptance quantities α, ρ and τ are defined in :mod:`alphagate.quantities`.
+"""
+
+from alphagate.theory.acceptance import (
+    acceptance_probability,
+    alpha_from_draft_acceptance_rate,
+    alpha_from_mean_acceptance_length,
+    conditional_from_unconditional,
+    draft_acceptance_rate,
+    draft_acceptance_rate_from_mean_acceptance_length,
+    expected_tokens_per_pass,
+    expected_tokens_per_pass_by_pos,
+    mean_acceptance_length,
+    mean_acceptance_length_from_draft_acceptance_rate,
+    total_variation_distance,
+    unconditional_from_conditional,
+)
+from alphagate.theory.blend import Blend, blend
+from alphagate.theory.linear import (
+    linear_alpha_breakeven,
+    linear_expected_tokens,
+    linear_overhead,
+    linear_speedup,
+)
+from alphagate.theory.memory import (
+    BYTES_PER_PARAM,
+    Footprint,
+    eagle3_head_footprint,
+    eagle_head_footprint,
+    kv_bytes_per_token,
+    model_footprint,
+    model_params,
+)
+from alphagate.theory.speedup import (
+    alpha_breakeven,
+    alpha_for_speedup,
+    compute_bound_speedup,
+    iteration_cost,
+    operations_factor,
+    optimal_k,
+    speedup,
+    speedup_by_pos,
+)
+
+__all__ = [
+    "BYTES_PER_PARAM",
+    "Blend",
+    "Footprint",
+    "acceptance_probability",
+    "alpha_breakeven",
+    "alpha_for_speedup",
+    "alpha_from_draft_acceptance_rate",
+    "alpha_from_mean_acceptance_length",
+    "blend",
+    "compute_bound_speedup",
+    "conditional_from_unconditional",
+    "draft_acceptance_rate",
+    "draft_acceptance_rate_from_mean_acceptance_length",
+    "eagle3_head_footprint",
+    "eagle_head_footprint",
+    "expected_tokens_per_pass",
+    "expected_tokens_per_pass_by_pos",
+    "iteration_cost",
+    "kv_bytes_per_token",
+    "linear_alpha_breakeven",
+    "linear_expected_tokens",
+    "linear_overhead",
+    "linear_speedup",
+    "mean_acceptance_length",
+    "mean_acceptance_length_from_draft_acceptance_rate",
+    "model_footprint",
+    "model_params",
+    "operations_factor",
+    "optimal_k",
+    "speedup",
+    "speedup_by_pos",
+    "total_variation_distance",
+    "unconditional_from_conditional",
+]
