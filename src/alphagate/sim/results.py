@@ -1,0 +1,223 @@
+"""Summaries of simulator traces: throughput, latency distributions, realised acceptance, speedups.
+
+Latency accounting follows DESIGN.md: a chunk may carry several tokens, so both **ITL per chunk**
+(the gap before each streamed chunk; what ``vllm bench serve`` reports) and **ITL per token** (the
+chunk gap ÷ tokens in the chunk, one sample per token) are reported; TPOT = (E2E − TTFT) ÷
+(output tokens − 1). Realised acceptance uses vLLM's counter semantics: ρ = accepted ÷ drafted,
+τ = 1 + accepted ÷ drafts, per-position rate = accepted at position i ÷ drafts (unconditional).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from alphagate.quantities import Frozen
+from alphagate.sim.engine import RunTrace
+from alphagate.sim.workload import ClosedLoop
+from alphagate.theory.acceptance import conditional_from_unconditional
+
+FloatArray = npt.NDArray[np.float64]
+
+__all__ = [
+    "PERCENTILES",
+    "Distribution",
+    "PairedSpeedup",
+    "SimSummary",
+    "paired_speedup",
+    "summarize",
+    "weighted_quantiles",
+]
+
+PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+def weighted_quantiles(values: npt.ArrayLike, weights: npt.ArrayLike, qs: npt.ArrayLike) -> FloatArray:
+    """Quantiles (``qs`` in [0, 1]) of a weighted sample: the smallest value whose cumulative
+    weight reaches q (inverted CDF, as numpy's ``method='inverted_cdf'`` for unit weights)."""
+    v = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    q = np.asarray(qs, dtype=np.float64)
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    if v.size == 0:
+        return np.full(q.shape, np.nan)
+    order = np.argsort(v, kind="stable")
+    v, cw = v[order], np.cumsum(w[order])
+    idx = np.searchsorted(cw, q * cw[-1], side="left")
+    return np.asarray(v[np.minimum(idx, v.size - 1)])
+
+
+class Distribution(Frozen):
+    """Mean and percentiles of one latency, in milliseconds (None when there are no samples)."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    p99_9: float | None
+    samples: float
+
+    @classmethod
+    def of(cls, values_s: npt.ArrayLike, weights: npt.ArrayLike | None = None) -> Distribution:
+        v = np.asarray(values_s, dtype=np.float64) * 1e3
+        w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=np.float64)
+        ok = np.isfinite(v) & (w > 0)
+        v, w = v[ok], w[ok]
+        if v.size == 0:
+            return cls(mean=None, p50=None, p90=None, p99=None, p99_9=None, samples=0.0)
+        q = weighted_quantiles(v, w, np.asarray(PERCENTILES) / 100.0)
+        return cls(
+            mean=float((v * w).sum() / w.sum()),
+            p50=float(q[0]),
+            p90=float(q[1]),
+            p99=float(q[2]),
+            p99_9=float(q[3]),
+            samples=float(w.sum()),
+        )
+
+
+class SimSummary(Frozen):
+    """Aggregate result of one simulated scenario."""
+
+    label: str
+    k: int
+    load: str
+    completed: int
+    duration_s: float
+    output_tokens: int
+    output_tokens_per_s: float
+    request_throughput: float
+    mean_batch: float
+    mean_tokens_per_chunk: float
+    ttft_ms: Distribution
+    e2e_ms: Distribution
+    tpot_ms: Distribution
+    itl_per_chunk_ms: Distribution
+    itl_per_token_ms: Distribution
+    step_ms: Distribution
+    num_drafts: int
+    num_draft_tokens: int
+    num_accepted_tokens: int
+    draft_acceptance_rate: float | None
+    mean_acceptance_length: float | None
+    per_position_acceptance: list[float] | None
+    implied_alpha_by_pos: list[float | None] | None
+
+
+def _steady_window(trace: RunTrace) -> npt.NDArray[np.bool_]:
+    """Steps at full concurrency (closed loop), excluding ramp-down; all steps otherwise."""
+    arr = trace.scenario.arrivals
+    if isinstance(arr, ClosedLoop):
+        full = min(arr.users, trace.scenario.max_num_seqs, trace.arrival_s.size)
+        window = trace.step_n_running >= full
+        if window.sum() >= max(10, 0.2 * trace.n_steps):
+            return np.asarray(window)
+    return np.ones(trace.n_steps, dtype=bool)
+
+
+def summarize(trace: RunTrace) -> SimSummary:
+    """Reduce a :class:`RunTrace` to throughput, latency distributions and realised acceptance."""
+    sc = trace.scenario
+    out_len = sc.requests.output_len
+    done = np.isfinite(trace.finish_s)
+    ttft = trace.first_token_s - trace.arrival_s
+    e2e = trace.finish_s - trace.arrival_s
+    multi = done & (out_len > 1)
+    tpot = np.where(multi, (trace.finish_s - trace.first_token_s) / np.maximum(out_len - 1, 1), np.nan)
+
+    hist = trace.step_chunk_hist  # [n_steps, k_max + 2]
+    j = np.arange(hist.shape[1], dtype=np.float64)
+    dt = trace.step_dt_s
+    chunk_w = hist[:, 1:].sum(1)
+    # per token: value dt / j, one sample per token (weight j · count)
+    tok_vals = (dt[:, None] / np.maximum(j[None, 1:], 1.0)).ravel()
+    tok_w = (hist[:, 1:] * j[None, 1:]).ravel()
+
+    window = _steady_window(trace)
+    window_time = float(dt[window].sum())
+    tokens_total = int(out_len[done].sum())
+    duration = float(np.nanmax(trace.finish_s) - np.nanmin(trace.arrival_s)) if done.any() else 0.0
+    tput = float(trace.step_tokens[window].sum() / window_time) if window_time > 0 else 0.0
+
+    rho = tau = None
+    per_pos: list[float] | None = None
+    implied: list[float | None] | None = None
+    if trace.num_drafts > 0 and trace.num_draft_tokens > 0:
+        rho = trace.num_accepted_tokens / trace.num_draft_tokens
+        tau = 1.0 + trace.num_accepted_tokens / trace.num_drafts
+        rates = trace.accepted_per_pos / trace.num_drafts
+        per_pos = [float(x) for x in rates]
+        implied = [None if np.isnan(x) else float(x) for x in conditional_from_unconditional(rates)]
+
+    load = (
+        f"closed loop, {sc.arrivals.users} users"
+        if isinstance(sc.arrivals, ClosedLoop)
+        else f"open loop, {sc.arrivals.rate:g} req/s (burstiness {sc.arrivals.burstiness:g})"
+    )
+    return SimSummary(
+        label=sc.label,
+        k=sc.k,
+        load=load,
+        completed=int(done.sum()),
+        duration_s=duration,
+        output_tokens=tokens_total,
+        output_tokens_per_s=tput,
+        request_throughput=float(done.sum() / duration) if duration > 0 else 0.0,
+        mean_batch=float((trace.step_n_running * dt).sum() / dt.sum()) if dt.sum() > 0 else 0.0,
+        mean_tokens_per_chunk=float(tok_w.sum() / chunk_w.sum()) if chunk_w.sum() > 0 else 0.0,
+        ttft_ms=Distribution.of(ttft[done]),
+        e2e_ms=Distribution.of(e2e[done]),
+        tpot_ms=Distribution.of(tpot[multi]),
+        itl_per_chunk_ms=Distribution.of(dt, chunk_w),
+        itl_per_token_ms=Distribution.of(tok_vals, tok_w),
+        step_ms=Distribution.of(dt),
+        num_drafts=trace.num_drafts,
+        num_draft_tokens=trace.num_draft_tokens,
+        num_accepted_tokens=trace.num_accepted_tokens,
+        draft_acceptance_rate=rho,
+        mean_acceptance_length=tau,
+        per_position_acceptance=per_pos,
+        implied_alpha_by_pos=implied,
+    )
+
+
+class PairedSpeedup(Frozen):
+    """Speculative run ÷ its no-speculation twin (same seed, arrivals and lengths).
+
+    Throughput: spec ÷ baseline. Latencies: baseline ÷ spec, so > 1 always means "speculation helps".
+    """
+
+    throughput: float
+    tpot_mean: float | None
+    ttft_p50: float | None
+    ttft_p99: float | None
+    e2e_p50: float | None
+    e2e_p99: float | None
+    itl_per_token_mean: float | None
+    itl_per_token_p50: float | None
+    itl_per_token_p99: float | None
+    itl_per_chunk_p50: float | None
+    itl_per_chunk_p99: float | None
+
+
+def _ratio(base: float | None, spec: float | None) -> float | None:
+    if base is None or spec is None or spec <= 0:
+        return None
+    return base / spec
+
+
+def paired_speedup(spec: SimSummary, base: SimSummary) -> PairedSpeedup:
+    return PairedSpeedup(
+        throughput=spec.output_tokens_per_s / base.output_tokens_per_s if base.output_tokens_per_s > 0 else float("nan"),
+        tpot_mean=_ratio(base.tpot_ms.mean, spec.tpot_ms.mean),
+        ttft_p50=_ratio(base.ttft_ms.p50, spec.ttft_ms.p50),
+        ttft_p99=_ratio(base.ttft_ms.p99, spec.ttft_ms.p99),
+        e2e_p50=_ratio(base.e2e_ms.p50, spec.e2e_ms.p50),
+        e2e_p99=_ratio(base.e2e_ms.p99, spec.e2e_ms.p99),
+        itl_per_token_mean=_ratio(base.itl_per_token_ms.mean, spec.itl_per_token_ms.mean),
+        itl_per_token_p50=_ratio(base.itl_per_token_ms.p50, spec.itl_per_token_ms.p50),
+        itl_per_token_p99=_ratio(base.itl_per_token_ms.p99, spec.itl_per_token_ms.p99),
+        itl_per_chunk_p50=_ratio(base.itl_per_chunk_ms.p50, spec.itl_per_chunk_ms.p50),
+        itl_per_chunk_p99=_ratio(base.itl_per_chunk_ms.p99, spec.itl_per_chunk_ms.p99),
+    )

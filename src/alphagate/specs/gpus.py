@@ -1,0 +1,123 @@
+"""GPU presets: HBM bandwidth, dense BF16/FP8 peaks, memory, interconnect, achievable efficiency.
+
+Vendor figures as collected in shared/references/theory.md §5.2 (dense = sparse / 2). Achievable
+numbers are lower — roughly 80–90% of HBM bandwidth and 60–80% of dense peak on real kernels — so
+each preset carries efficiency factors ``bw_efficiency`` and ``compute_efficiency`` that a user
+can override (or calibrate against measured step times). Interconnect figures are per-direction
+NVLink / Infinity Fabric bandwidth per GPU, used for the tensor-parallel all-reduce term.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Final
+
+from pydantic import Field, ValidationError
+
+from alphagate.quantities import Frozen
+from alphagate.specs.models import SpecError
+
+__all__ = ["GPU_PRESETS", "GpuSpec", "gpu_preset_names", "load_gpu_spec", "resolve_gpu"]
+
+
+class GpuSpec(Frozen):
+    """One accelerator. Rates in SI units: bytes/s and FLOP/s."""
+
+    name: str
+    memory_bytes: float = Field(gt=0)
+    hbm_bandwidth: float = Field(gt=0, description="HBM bytes/s")
+    bf16_flops: float = Field(gt=0, description="dense BF16 FLOP/s")
+    fp8_flops: float | None = Field(default=None, gt=0, description="dense FP8 FLOP/s; None = no FP8 units")
+    interconnect_bandwidth: float = Field(gt=0, description="per-direction GPU-to-GPU bytes/s")
+    allreduce_latency_s: float = Field(default=8e-6, ge=0, description="fixed cost of one all-reduce")
+    bw_efficiency: float = Field(default=0.85, gt=0, le=1)
+    compute_efficiency: float = Field(default=0.70, gt=0, le=1)
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak for GEMMs with ``dtype`` weights (FP8 falls back to BF16 without FP8 units)."""
+        if dtype == "fp8" and self.fp8_flops is not None:
+            return self.fp8_flops
+        return self.bf16_flops
+
+    def ridge_point(self, dtype: str = "bf16", effective: bool = False) -> float:
+        """FLOP per byte at which a kernel turns compute-bound (peak, or effective)."""
+        if effective:
+            return (self.peak_flops(dtype) * self.compute_efficiency) / (self.hbm_bandwidth * self.bw_efficiency)
+        return self.peak_flops(dtype) / self.hbm_bandwidth
+
+
+GB = 1e9
+T = 1e12
+
+GPU_PRESETS: Final[dict[str, GpuSpec]] = {
+    "h100": GpuSpec(
+        name="H100 SXM 80GB",
+        memory_bytes=80 * GB,
+        hbm_bandwidth=3.35 * T,
+        bf16_flops=989 * T,
+        fp8_flops=1979 * T,
+        interconnect_bandwidth=450 * GB,
+    ),
+    "h200": GpuSpec(
+        name="H200 SXM 141GB",
+        memory_bytes=141 * GB,
+        hbm_bandwidth=4.8 * T,
+        bf16_flops=989 * T,
+        fp8_flops=1979 * T,
+        interconnect_bandwidth=450 * GB,
+    ),
+    "a100-80gb": GpuSpec(
+        name="A100 SXM 80GB",
+        memory_bytes=80 * GB,
+        hbm_bandwidth=2.039 * T,
+        bf16_flops=312 * T,
+        fp8_flops=None,
+        interconnect_bandwidth=300 * GB,
+    ),
+    "b200": GpuSpec(
+        name="B200 (HGX) 180GB",
+        memory_bytes=180 * GB,
+        hbm_bandwidth=7.7 * T,
+        bf16_flops=2250 * T,
+        fp8_flops=4500 * T,
+        interconnect_bandwidth=900 * GB,
+    ),
+    "mi300x": GpuSpec(
+        name="MI300X 192GB",
+        memory_bytes=192 * GB,
+        hbm_bandwidth=5.3 * T,
+        bf16_flops=1307.4 * T,
+        fp8_flops=2614.9 * T,
+        interconnect_bandwidth=448 * GB,
+    ),
+}
+
+
+def gpu_preset_names() -> list[str]:
+    return sorted(GPU_PRESETS)
+
+
+def load_gpu_spec(path: str | Path) -> GpuSpec:
+    """Read a :class:`GpuSpec` from a JSON file (same field names; unknown fields rejected)."""
+    p = Path(path)
+    if not p.exists():
+        raise SpecError(f"GPU spec file not found: {p}")
+    try:
+        return GpuSpec.model_validate(json.loads(p.read_text(encoding="utf-8")))
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{p}: not valid JSON ({exc})") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise SpecError(f"{p}: field {where!r}: {first['msg']}") from None
+
+
+def resolve_gpu(name: str) -> GpuSpec:
+    """A preset slug (case-insensitive) or a path to a GPU spec JSON file."""
+    slug = name.strip().lower()
+    if slug in GPU_PRESETS:
+        return GPU_PRESETS[slug]
+    if slug.endswith(".json") or Path(name).exists():
+        return load_gpu_spec(name)
+    raise SpecError(f"unknown GPU {name!r}: use a preset ({', '.join(gpu_preset_names())}) or a JSON spec file")
