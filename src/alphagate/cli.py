@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import nullcontext as _nullcontext
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -26,10 +28,42 @@ from alphagate.closed_form import (
     speedup_answer,
     table_answer,
 )
-from alphagate.config import ConfigError, CostModel, TrafficClass, parse_traffic_class
+from alphagate.config import (
+    ConfigError,
+    CostModel,
+    TrafficClass,
+    parse_traffic_class,
+    validate_shares,
+)
 from alphagate.quantities import TransformerShape
 from alphagate.report import model as model_report
-from alphagate.specs import SpecError, model_preset_names, resolve_model
+from alphagate.report import plots
+from alphagate.report import simulate as sim_report
+from alphagate.sim.cost import build_cost_model
+from alphagate.sim.sweep import Mix, SweepConfig, run_sweep
+from alphagate.sim.workload import (
+    EmpiricalLength,
+    FixedLength,
+    LengthDist,
+    LognormalLength,
+    SimClass,
+    UniformLength,
+    WorkloadConfig,
+    length_mean,
+)
+from alphagate.specs import (
+    DeploymentConfig,
+    DrafterConfig,
+    DraftModelDrafter,
+    Eagle3Drafter,
+    EagleDrafter,
+    MtpDrafter,
+    NgramDrafter,
+    SpecError,
+    model_preset_names,
+    resolve_deployment,
+    resolve_model,
+)
 from alphagate.theory.memory import BYTES_PER_PARAM
 
 app = typer.Typer(
@@ -367,6 +401,255 @@ def model_table(
     _emit("model table", ans, as_json, lambda a: model_report.render_table(a, show_linear=linear))
 
 
+# ---------------------------------------------------------------- simulate
+def _length(text: str, flag: str) -> LengthDist:
+    """``fixed:N``, ``uniform:LO:HI``, ``lognormal:MEAN[:SIGMA]`` or ``file:PATH`` (one length per line)."""
+    kind, _, rest = text.partition(":")
+    parts = rest.split(":") if rest else []
+    try:
+        if kind == "fixed" and len(parts) == 1:
+            return FixedLength(value=int(parts[0]))
+        if kind == "uniform" and len(parts) == 2:
+            return UniformLength(low=int(parts[0]), high=int(parts[1]))
+        if kind == "lognormal" and len(parts) in (1, 2):
+            return LognormalLength(
+                mean=float(parts[0]), **({"sigma": float(parts[1])} if len(parts) == 2 else {})
+            )
+        if kind == "file" and rest:
+            return EmpiricalLength(values=tuple(_read_lengths(Path(rest), flag)))
+    except (ValueError, ValidationError) as exc:
+        raise typer.BadParameter(f"{text!r}: {exc}", param_hint=flag) from None
+    raise typer.BadParameter(
+        f"{text!r} is not fixed:N, uniform:LO:HI, lognormal:MEAN[:SIGMA] or file:PATH",
+        param_hint=flag,
+    )
+
+
+def _read_lengths(path: Path, flag: str) -> list[int]:
+    if not path.exists():
+        raise typer.BadParameter(f"length file not found: {path}", param_hint=flag)
+    values: list[int] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            v = int(line)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{path}:{lineno}: {line!r} is not an integer length", param_hint=flag
+            ) from None
+        if v < 1:
+            raise typer.BadParameter(f"{path}:{lineno}: length {v} must be >= 1", param_hint=flag)
+        values.append(v)
+    if not values:
+        raise typer.BadParameter(f"{path}: no lengths found", param_hint=flag)
+    return values
+
+
+def _drafter(method: str, draft: str | None) -> DrafterConfig:
+    m = method.strip().lower()
+    if m == "eagle3":
+        return Eagle3Drafter()
+    if m == "eagle":
+        return EagleDrafter()
+    if m == "mtp":
+        return MtpDrafter()
+    if m == "ngram":
+        return NgramDrafter()
+    if m == "draft_model":
+        return DraftModelDrafter(model=draft or "llama-3.2-1b")
+    raise typer.BadParameter(
+        f"unknown method {method!r}; use eagle3, eagle, draft_model, ngram or mtp",
+        param_hint="--method",
+    )
+
+
+@app.command("simulate")
+def simulate_cmd(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Target: preset or config.json.")
+    ] = "llama-3.3-70b",
+    gpu: Annotated[
+        str,
+        typer.Option(
+            "--gpu", "-g", help="GPU preset (h100, h200, a100-80gb, b200, mi300x) or spec JSON."
+        ),
+    ] = "h100",
+    tp: Annotated[
+        int | None,
+        typer.Option("--tp", min=1, help="Tensor-parallel degree (default: smallest that fits)."),
+    ] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16, fp8, int4.")] = "fp8",
+    kv_dtype: Annotated[
+        str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16, fp8.")
+    ] = "bf16",
+    method: Annotated[
+        str, typer.Option("--method", help="Drafter: eagle3, eagle, draft_model, ngram, mtp.")
+    ] = "eagle3",
+    draft: Annotated[
+        str | None, typer.Option("--draft", help="Draft model preset / config.json (draft_model).")
+    ] = None,
+    ks: Annotated[
+        str, typer.Option("--k", "-k", help="Comma-separated K values to compare.")
+    ] = "1,3,5",
+    alphas: Annotated[
+        str, typer.Option("--alpha", "-a", help="Comma-separated α values (one class each).")
+    ] = "0.4,0.5,0.55,0.6,0.7,0.8",
+    classes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--class", help="NAME:SHARE:ALPHA, repeated: one traffic mix (replaces --alpha)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", "-c", help="Closed-loop users, comma-separated.")
+    ] = None,
+    rate: Annotated[
+        str | None, typer.Option("--rate", help="Open-loop request rates (req/s), comma-separated.")
+    ] = None,
+    burstiness: Annotated[
+        float,
+        typer.Option("--burstiness", min=0.01, help="Gamma shape of open-loop gaps (1 = Poisson)."),
+    ] = 1.0,
+    think_time: Annotated[
+        float, typer.Option("--think-time", min=0.0, help="Closed-loop think time (s).")
+    ] = 0.0,
+    prompt_len: Annotated[
+        str,
+        typer.Option(
+            "--prompt-len", help="fixed:N | uniform:LO:HI | lognormal:MEAN[:SIGMA] | file:PATH"
+        ),
+    ] = "lognormal:512",
+    output_len: Annotated[
+        str, typer.Option("--output-len", help="Same forms as --prompt-len.")
+    ] = "lognormal:256",
+    num_requests: Annotated[
+        int | None,
+        typer.Option(
+            "--num-requests",
+            "-n",
+            min=1,
+            help="Requests per load level (default: 8 per user, >= 100).",
+        ),
+    ] = None,
+    disable_above: Annotated[
+        int | None,
+        typer.Option(
+            "--disable-above-batch", min=1, help="Turn speculation off above this batch size."
+        ),
+    ] = None,
+    max_num_seqs: Annotated[int, typer.Option("--max-num-seqs", min=1)] = 256,
+    max_batched: Annotated[int, typer.Option("--max-num-batched-tokens", min=1)] = 8192,
+    bw_eff: Annotated[float | None, typer.Option("--bw-efficiency", min=0.01, max=1.0)] = None,
+    compute_eff: Annotated[
+        float | None, typer.Option("--compute-efficiency", min=0.01, max=1.0)
+    ] = None,
+    step_overhead_ms: Annotated[float, typer.Option("--step-overhead-ms", min=0.0)] = 1.0,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    no_breakeven_sim: Annotated[
+        bool, typer.Option("--no-breakeven-sim", help="Skip the simulator bisection for α_be.")
+    ] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write PNG plots into this folder.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continuous-batching simulation: where speculation pays, where it stops, and what P99 ITL does.
+
+    With no arguments: Llama-3.3-70B FP8 on H100, EAGLE-3, K ∈ {1, 3, 5}, α ∈ {0.4 … 0.8},
+    concurrency ∈ {1, 16, 64, 256}, each paired with a no-speculation run on the same requests.
+    """
+    k_list = _int_list(ks, "--k", lo=1)
+    if classes:
+        parsed = _parse_classes(classes, require_alpha=True)
+        try:
+            validate_shares(parsed)
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--class") from None
+        mixes: tuple[Mix, ...] = (
+            Mix(
+                label="mix",
+                classes=tuple(SimClass(name=c.name, share=c.share, alpha=c.alpha) for c in parsed),
+            ),
+        )
+    else:
+        mixes = tuple(
+            Mix(label=f"α={a:g}", classes=(SimClass(name="all", share=1.0, alpha=a),))
+            for a in _float_list(alphas, "--alpha", 0.0, 1.0)
+        )
+    if concurrency and rate:
+        raise typer.BadParameter("give --concurrency or --rate, not both", param_hint="--rate")
+    conc = (
+        tuple(_int_list(concurrency, "--concurrency"))
+        if concurrency
+        else (None if rate else (1, 16, 64, 256))
+    )
+    rates = tuple(_float_list(rate, "--rate", 1e-9, None)) if rate else None
+    if dtype not in ("bf16", "fp8", "int4"):
+        raise typer.BadParameter(
+            f"unknown dtype {dtype!r}; use bf16, fp8 or int4", param_hint="--dtype"
+        )
+    if kv_dtype not in ("bf16", "fp8"):
+        raise typer.BadParameter(
+            f"unknown KV dtype {kv_dtype!r}; use bf16 or fp8", param_hint="--kv-dtype"
+        )
+    try:
+        workload = WorkloadConfig(
+            prompt_len=_length(prompt_len, "--prompt-len"),
+            output_len=_length(output_len, "--output-len"),
+        )
+        dep = DeploymentConfig(
+            model=model,
+            gpu=gpu,
+            tp=tp,
+            weight_dtype=dtype,
+            kv_dtype=kv_dtype,
+            bw_efficiency=bw_eff,
+            compute_efficiency=compute_eff,
+            step_overhead_ms=step_overhead_ms,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_batched,
+            drafter=_drafter(method, draft),
+        )
+        cfg = SweepConfig(
+            deployment=dep,
+            workload=workload,
+            mixes=mixes,
+            ks=tuple(k_list),
+            concurrencies=conc,
+            rates=rates,
+            burstiness=burstiness,
+            think_time_s=think_time,
+            num_requests=num_requests,
+            disable_above_batch=disable_above,
+            seed=seed,
+            simulate_breakeven=not no_breakeven_sim,
+        )
+    except ValidationError as exc:
+        raise typer.BadParameter(str(exc.errors()[0]["msg"])) from None
+    peak = min(max(conc) if conc else max_num_seqs, max_num_seqs)
+    need = int(peak * (length_mean(workload.prompt_len) + length_mean(workload.output_len)))
+    try:
+        resolved = resolve_deployment(dep, need_kv_tokens=need)
+    except SpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--model/--gpu/--tp/--dtype") from None
+    cost = build_cost_model(resolved)
+    with console.status("simulating…", spinner="dots") if not as_json else _nullcontext():
+        result = run_sweep(cfg, resolved, cost)
+    if plot is not None:
+        plot.mkdir(parents=True, exist_ok=True)
+        for name, fig in (
+            ("speedup_vs_load.png", plots.speedup_figure(result)),
+            ("p99_itl_per_token.png", plots.p99_itl_figure(result)),
+            ("itl_per_token_cdf.png", plots.itl_cdf_figure(result)),
+        ):
+            fig.savefig(plot / name, dpi=120)
+    _emit("simulate", result, as_json, sim_report.render_sweep)
+    if plot is not None and not as_json:
+        console.print(f"plots written to {plot}/")
+
+
 # ---------------------------------------------------------------- demo
 @app.command("demo")
 def demo() -> None:
@@ -384,6 +667,8 @@ def demo() -> None:
         f"{lesson.expected_tokens_per_pass / 1.1:.2f}× (1+K·α overstates E by "
         f"{(lesson.linear_overestimate_ratio - 1) * 100:.0f}%)."
     )
+    console.rule("[bold]The lesson's experiment, simulated: Llama-3.3-70B FP8 on H100, EAGLE-3")
+    simulate_cmd()
 
 
 def main() -> None:

@@ -18,8 +18,6 @@ contention and batch-size policies; ``tests/statistical`` checks the two against
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 
@@ -106,7 +104,9 @@ def simulate_closed_loop(
 ) -> RunTrace:
     """Simulate one closed-loop scenario (see :func:`fast_path_applies`) in step space."""
     if not fast_path_applies(sc):
-        raise ValueError("scenario needs the step-by-step engine (open loop, think time, queueing or policy)")
+        raise ValueError(
+            "scenario needs the step-by-step engine (open loop, think time, queueing or policy)"
+        )
     assert isinstance(sc.arrivals, ClosedLoop)
     users = sc.arrivals.users
     req = sc.requests
@@ -146,13 +146,20 @@ def simulate_closed_loop(
     pf_tok = np.bincount(p_step, weights=p_tok, minlength=m)
     pf_ctx = np.bincount(p_step, weights=p_ctx, minlength=m)
     pf_pairs = np.bincount(p_step, weights=p_tok * (p_ctx + 0.5 * p_tok), minlength=m)
+    ctx_dec: FloatArray
+    chunks: tuple[IntArray, IntArray, IntArray] | None = None
+    d_acc: IntArray | None = None
     if plan is not None:
         d_req, d_local, d_acc, d_emit, d_before = plan
         d_step = first[d_req] + 1 + d_local
         dec_per_step = np.bincount(d_step, minlength=m)
-        ctx_dec = np.bincount(d_step, weights=req.prompt_len[d_req] + 1 + d_before, minlength=m)
+        ctx_dec = np.asarray(
+            np.bincount(d_step, weights=req.prompt_len[d_req] + 1 + d_before, minlength=m),
+            dtype=np.float64,
+        )
         hist = np.bincount(d_step * width + d_emit, minlength=m * width).reshape(m, width)
         dec_tokens = np.bincount(d_step, weights=d_emit, minlength=m)
+        chunks = (d_req, d_step, d_emit)
     else:
         # baseline: one token per decode step, context = prompt + 1 + (step − first − 1); sums of
         # piecewise-linear terms per step come from difference arrays
@@ -167,8 +174,9 @@ def simulate_closed_loop(
         hist = np.zeros((m, width), dtype=np.int64)
         hist[:, 1] = dec_per_step
         dec_tokens = dec_per_step.astype(np.float64)
-        d_step = d_req = d_emit = d_acc = None
-    running = np.cumsum(np.bincount(start, minlength=m + 1) - np.bincount(finish + 1, minlength=m + 1))[:m]
+    running = np.cumsum(
+        np.bincount(start, minlength=m + 1) - np.bincount(finish + 1, minlength=m + 1)
+    )[:m]
 
     # 4. price every step at once, then wall-clock times
     dt = cost.step_time(k, dec_per_step, ctx_dec, pf_tok, pf_ctx, pf_pairs, running)
@@ -183,12 +191,11 @@ def simulate_closed_loop(
         drafts = accepted = 0
     chunk_req = chunk_step = chunk_tok = np.zeros(0, dtype=np.int64)
     if record_chunks:
-        if d_step is None:  # baseline: one chunk of one token per decode step
-            d_req = np.repeat(np.arange(n), n_dec)
-            d_step = first[d_req] + 1 + (np.arange(d_req.size) - np.repeat(np.cumsum(n_dec) - n_dec, n_dec))
-            d_emit = np.ones(d_req.size, dtype=np.int64)
-        assert d_req is not None and d_emit is not None
-        chunk_req, chunk_step, chunk_tok = d_req, d_step, d_emit
+        if chunks is None:  # baseline: one chunk of one token per decode step
+            b_req = np.repeat(np.arange(n), n_dec)
+            b_local = np.arange(b_req.size) - np.repeat(np.cumsum(n_dec) - n_dec, n_dec)
+            chunks = (b_req, first[b_req] + 1 + b_local, np.ones(b_req.size, dtype=np.int64))
+        chunk_req, chunk_step, chunk_tok = chunks
     return RunTrace(
         scenario=sc,
         arrival_s=np.where(start > 0, end[np.maximum(start - 1, 0)], 0.0),

@@ -57,12 +57,21 @@ class ForwardCost:
     comm_s_fixed: float
     fixed_s: float
 
-    def time(self, tokens: npt.ArrayLike, ctx_read: npt.ArrayLike, attn_pairs: npt.ArrayLike) -> FloatArray:
+    def time(
+        self, tokens: npt.ArrayLike, ctx_read: npt.ArrayLike, attn_pairs: npt.ArrayLike
+    ) -> FloatArray:
         """Seconds for a forward over ``tokens`` new tokens reading ``ctx_read`` cached tokens."""
         t = np.asarray(tokens, dtype=np.float64)
-        linear = np.maximum(self.weight_bytes / self.bandwidth, self.gemm_flops_per_token * t / self.gemm_flops)
-        kv = (np.asarray(ctx_read, dtype=np.float64) + t) * (self.kv_bytes_per_token / self.bandwidth)
-        attn = np.maximum(kv, np.asarray(attn_pairs, dtype=np.float64) * (self.attn_flops_per_pair / self.attn_flops))
+        linear = np.maximum(
+            self.weight_bytes / self.bandwidth, self.gemm_flops_per_token * t / self.gemm_flops
+        )
+        kv = (np.asarray(ctx_read, dtype=np.float64) + t) * (
+            self.kv_bytes_per_token / self.bandwidth
+        )
+        attn = np.maximum(
+            kv,
+            np.asarray(attn_pairs, dtype=np.float64) * (self.attn_flops_per_pair / self.attn_flops),
+        )
         comm = self.comm_s_fixed + self.comm_s_per_token * t
         return np.asarray(linear + attn + comm + self.fixed_s)
 
@@ -96,7 +105,9 @@ class StepCostModel:
         cd = np.asarray(ctx_decode, dtype=np.float64)
         pt = np.asarray(prefill_tokens, dtype=np.float64)
         q = kk + 1.0
-        target = self.target.time(nd * q + pt, cd + np.asarray(prefill_ctx), q * cd + np.asarray(prefill_pairs))
+        target = self.target.time(
+            nd * q + pt, cd + np.asarray(prefill_ctx), q * cd + np.asarray(prefill_pairs)
+        )
         spec = kk > 0
         draft: FloatArray | float = 0.0
         if self.draft is not None:
@@ -112,11 +123,15 @@ class StepCostModel:
         b = np.asarray(batch, dtype=np.float64)
         return self.step_time(0, b, b * np.asarray(mean_context))
 
-    def spec_step_time(self, batch: npt.ArrayLike, k: npt.ArrayLike, mean_context: npt.ArrayLike) -> FloatArray:
+    def spec_step_time(
+        self, batch: npt.ArrayLike, k: npt.ArrayLike, mean_context: npt.ArrayLike
+    ) -> FloatArray:
         b = np.asarray(batch, dtype=np.float64)
         return self.step_time(k, b, b * np.asarray(mean_context))
 
-    def verify_cost_ratio(self, batch: npt.ArrayLike, k: npt.ArrayLike, mean_context: npt.ArrayLike) -> FloatArray:
+    def verify_cost_ratio(
+        self, batch: npt.ArrayLike, k: npt.ArrayLike, mean_context: npt.ArrayLike
+    ) -> FloatArray:
         """v(B, K, S): target pass over B·(K+1) tokens ÷ a plain decode step (overheads included)."""
         b = np.asarray(batch, dtype=np.float64)
         cd = b * np.asarray(mean_context)
@@ -154,7 +169,9 @@ def _forward(
         bandwidth=gpu.hbm_bandwidth * gpu.bw_efficiency,
         gemm_flops=gpu.peak_flops(cfg.weight_dtype) * gpu.compute_efficiency,
         attn_flops=gpu.bf16_flops * gpu.compute_efficiency,
-        comm_s_per_token=(2.0 * comm_layers * ring * h * 2.0 / gpu.interconnect_bandwidth) if tp > 1 else 0.0,
+        comm_s_per_token=(2.0 * comm_layers * ring * h * 2.0 / gpu.interconnect_bandwidth)
+        if tp > 1
+        else 0.0,
         comm_s_fixed=(2.0 * comm_layers * gpu.allreduce_latency_s) if tp > 1 else 0.0,
         fixed_s=fixed_s,
     )
@@ -162,7 +179,9 @@ def _forward(
 
 def _matmul_params(shape: TransformerShape) -> float:
     """Weights a forward pass streams: every layer plus the LM head (embedding lookup is a gather)."""
-    return float(shape.num_hidden_layers * decoder_layer_params(shape) + shape.vocab_size * shape.hidden_size)
+    return float(
+        shape.num_hidden_layers * decoder_layer_params(shape) + shape.vocab_size * shape.hidden_size
+    )
 
 
 def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
@@ -186,21 +205,33 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
         assert resolved.draft_shape is not None
         ds = resolved.draft_shape
         draft = _forward(
-            matmul_params=_matmul_params(ds), shape=ds, kv_layers=ds.num_hidden_layers,
-            resolved=resolved, fixed_s=d.forward_overhead_ms * 1e-3, comm_layers=ds.num_hidden_layers,
+            matmul_params=_matmul_params(ds),
+            shape=ds,
+            kv_layers=ds.num_hidden_layers,
+            resolved=resolved,
+            fixed_s=d.forward_overhead_ms * 1e-3,
+            comm_layers=ds.num_hidden_layers,
         )
     else:
         if isinstance(d, Eagle3Drafter):
             # fc 3h→h, one layer with 2h-wide q/k/v, LM head over the draft vocabulary
-            params = 3 * h * h + decoder_layer_params(target, attn_input_width=2 * h) + d.draft_vocab_size * h
+            params = (
+                3 * h * h
+                + decoder_layer_params(target, attn_input_width=2 * h)
+                + d.draft_vocab_size * h
+            )
         elif isinstance(d, EagleDrafter | MtpDrafter):
             # fc 2h→h, one layer, and the target's full LM head (shared weights, read again)
             params = 2 * h * h + decoder_layer_params(target) + target.vocab_size * h
         else:  # pragma: no cover - exhaustive over the union
             raise TypeError(f"unknown drafter {d!r}")
         draft = _forward(
-            matmul_params=float(params), shape=target, kv_layers=1, resolved=resolved,
-            fixed_s=d.forward_overhead_ms * 1e-3, comm_layers=1,
+            matmul_params=float(params),
+            shape=target,
+            kv_layers=1,
+            resolved=resolved,
+            fixed_s=d.forward_overhead_ms * 1e-3,
+            comm_layers=1,
         )
     return StepCostModel(
         target=target_cost,

@@ -110,13 +110,21 @@ def simulate(
     width = k_max + 2
     closed = np.array([isinstance(s.arrivals, ClosedLoop) for s in scenarios])
     users = np.array(
-        [s.arrivals.users if isinstance(s.arrivals, ClosedLoop) else n_req for s in scenarios], dtype=np.int64
+        [s.arrivals.users if isinstance(s.arrivals, ClosedLoop) else n_req for s in scenarios],
+        dtype=np.int64,
     )
-    think = np.array([s.arrivals.think_time_s if isinstance(s.arrivals, ClosedLoop) else 0.0 for s in scenarios])
-    slots_s = np.array([min(s.max_num_seqs, int(u)) for s, u in zip(scenarios, users, strict=True)], dtype=np.int64)
+    think = np.array(
+        [s.arrivals.think_time_s if isinstance(s.arrivals, ClosedLoop) else 0.0 for s in scenarios]
+    )
+    slots_s = np.array(
+        [min(s.max_num_seqs, int(u)) for s, u in zip(scenarios, users, strict=True)], dtype=np.int64
+    )
     n_slots = int(slots_s.max())
     disable = np.array(
-        [s.disable_above_batch if s.disable_above_batch is not None else np.iinfo(np.int64).max for s in scenarios],
+        [
+            s.disable_above_batch if s.disable_above_batch is not None else np.iinfo(np.int64).max
+            for s in scenarios
+        ],
         dtype=np.int64,
     )
     # thresholds per scenario and class, [S, n_classes, k_max]; zero beyond each scenario's K
@@ -126,14 +134,16 @@ def simulate(
         if s.k > 0:
             u = np.asarray(s.unconditional, dtype=np.float64)
             if u.shape[0] < n_cls or u.shape[1] < s.k:
-                raise ValueError(f"scenario {i}: unconditional table {u.shape} too small for K={s.k}")
+                raise ValueError(
+                    f"scenario {i}: unconditional table {u.shape} too small for K={s.k}"
+                )
             thr_table[i, :, : s.k] = u[:n_cls, : s.k]
 
     # closed loop: the first `users` requests are sent at t = 0
     issued = np.where(closed, np.minimum(users, n_req), n_req).astype(np.int64)
-    for i in np.nonzero(closed)[0]:
-        arrival[i, :] = np.nan
-        arrival[i, : issued[i]] = 0.0
+    for row in np.nonzero(closed)[0]:
+        arrival[row, :] = np.nan
+        arrival[row, : issued[row]] = 0.0
 
     sc = np.arange(n_sc)
     slot_ok = np.arange(n_slots)[None, :] < slots_s[:, None]  # [S, N]
@@ -225,9 +235,12 @@ def simulate(
             a = (u[:, :, None] < thr).sum(2)
             a = np.minimum(a, k_eff[:, None])
             a_idx = np.where(dec, a, k_max + 1)
-            a_hist += np.bincount((sc[:, None] * (k_max + 2) + a_idx).ravel(), minlength=n_sc * (k_max + 2)).reshape(
-                n_sc, k_max + 2
-            ) * (k_eff > 0)[:, None]
+            a_hist += (
+                np.bincount(
+                    (sc[:, None] * (k_max + 2) + a_idx).ravel(), minlength=n_sc * (k_max + 2)
+                ).reshape(n_sc, k_max + 2)
+                * (k_eff > 0)[:, None]
+            )
             emit = np.where(dec, np.minimum(a + 1, rem), 0)
         else:
             emit = np.where(dec, 1, 0)
@@ -254,7 +267,9 @@ def simulate(
                 nchunk[completed] += 1
                 tokens = tokens + completed.sum(1)
 
-        hist = np.bincount((sc[:, None] * width + emit).ravel(), minlength=n_sc * width).reshape(n_sc, width)
+        hist = np.bincount((sc[:, None] * width + emit).ravel(), minlength=n_sc * width).reshape(
+            n_sc, width
+        )
         hist[:, 0] = 0
         log_dt.append(dt)
         log_end.append(clock)
@@ -285,7 +300,13 @@ def simulate(
         raise RuntimeError(f"simulation did not finish within {max_steps} steps")
 
     return _traces(
-        scenarios, arrival, first_tok, finish, n_chunks, a_hist, k_s,
+        scenarios,
+        arrival,
+        first_tok,
+        finish,
+        n_chunks,
+        a_hist,
+        k_s,
         (log_dt, log_end, log_k, log_dec, log_run, log_tok, log_hist),
         (ch_s, ch_r, ch_m, ch_t) if record_chunks else None,
     )
@@ -334,7 +355,15 @@ def _traces(
     n_chunks: IntArray,
     a_hist: IntArray,
     k_s: IntArray,
-    logs: tuple[list[FloatArray], list[FloatArray], list[IntArray], list[IntArray], list[IntArray], list[IntArray], list[IntArray]],
+    logs: tuple[
+        list[FloatArray],
+        list[FloatArray],
+        list[IntArray],
+        list[IntArray],
+        list[IntArray],
+        list[IntArray],
+        list[IntArray],
+    ],
     chunks: tuple[list[IntArray], list[IntArray], list[IntArray], list[IntArray]] | None,
 ) -> list[RunTrace]:
     dt, end, kk, dec, run, tok, hist = (np.stack(x) for x in logs)  # [n_steps, S, ...]
@@ -376,4 +405,3 @@ def _traces(
             )
         )
     return out
-

@@ -20,6 +20,7 @@ from alphagate.theory.acceptance import conditional_from_unconditional
 FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
+    "CDF_LEVELS",
     "PERCENTILES",
     "Distribution",
     "PairedSpeedup",
@@ -32,7 +33,9 @@ __all__ = [
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
-def weighted_quantiles(values: npt.ArrayLike, weights: npt.ArrayLike, qs: npt.ArrayLike) -> FloatArray:
+def weighted_quantiles(
+    values: npt.ArrayLike, weights: npt.ArrayLike, qs: npt.ArrayLike
+) -> FloatArray:
     """Quantiles (``qs`` in [0, 1]) of a weighted sample: the smallest value whose cumulative
     weight reaches q (inverted CDF, as numpy's ``method='inverted_cdf'`` for unit weights)."""
     v = np.asarray(values, dtype=np.float64)
@@ -103,6 +106,10 @@ class SimSummary(Frozen):
     mean_acceptance_length: float | None
     per_position_acceptance: list[float] | None
     implied_alpha_by_pos: list[float | None] | None
+    itl_per_token_cdf_ms: list[float]  # quantiles at CDF_LEVELS, for plotting
+
+
+CDF_LEVELS = tuple(i / 100.0 for i in range(101))
 
 
 def _steady_window(trace: RunTrace) -> npt.NDArray[np.bool_]:
@@ -124,7 +131,9 @@ def summarize(trace: RunTrace) -> SimSummary:
     ttft = trace.first_token_s - trace.arrival_s
     e2e = trace.finish_s - trace.arrival_s
     multi = done & (out_len > 1)
-    tpot = np.where(multi, (trace.finish_s - trace.first_token_s) / np.maximum(out_len - 1, 1), np.nan)
+    tpot = np.where(
+        multi, (trace.finish_s - trace.first_token_s) / np.maximum(out_len - 1, 1), np.nan
+    )
 
     hist = trace.step_chunk_hist  # [n_steps, k_max + 2]
     j = np.arange(hist.shape[1], dtype=np.float64)
@@ -179,6 +188,9 @@ def summarize(trace: RunTrace) -> SimSummary:
         mean_acceptance_length=tau,
         per_position_acceptance=per_pos,
         implied_alpha_by_pos=implied,
+        itl_per_token_cdf_ms=[
+            float(x) * 1e3 for x in weighted_quantiles(tok_vals, tok_w, CDF_LEVELS)
+        ],
     )
 
 
@@ -209,7 +221,9 @@ def _ratio(base: float | None, spec: float | None) -> float | None:
 
 def paired_speedup(spec: SimSummary, base: SimSummary) -> PairedSpeedup:
     return PairedSpeedup(
-        throughput=spec.output_tokens_per_s / base.output_tokens_per_s if base.output_tokens_per_s > 0 else float("nan"),
+        throughput=spec.output_tokens_per_s / base.output_tokens_per_s
+        if base.output_tokens_per_s > 0
+        else float("nan"),
         tpot_mean=_ratio(base.tpot_ms.mean, spec.tpot_ms.mean),
         ttft_p50=_ratio(base.ttft_ms.p50, spec.ttft_ms.p50),
         ttft_p99=_ratio(base.ttft_ms.p99, spec.ttft_ms.p99),

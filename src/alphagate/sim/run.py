@@ -53,7 +53,11 @@ class PairedRun:
 
 
 def run_paired(
-    cost: StepCostModel, scenario: Scenario, rng: np.random.Generator, *, record_chunks: bool = False
+    cost: StepCostModel,
+    scenario: Scenario,
+    rng: np.random.Generator,
+    *,
+    record_chunks: bool = False,
 ) -> PairedRun:
     """Run ``scenario`` and the same scenario with K = 0 (same requests, arrivals, lengths)."""
     base_sc = Scenario(

@@ -15,11 +15,10 @@ import numpy as np
 from scipy.stats import poisson
 
 from alphagate.quantities import Frozen
-from alphagate.sim.cost import StepCostModel
+from alphagate.sim.cost import FloatArray, StepCostModel
 from alphagate.sim.engine import Scenario
-from alphagate.sim.results import PairedSpeedup, SimSummary
+from alphagate.sim.results import PairedSpeedup, SimSummary, paired_speedup, summarize
 from alphagate.sim.run import run_paired, run_scenarios
-from alphagate.sim.results import paired_speedup, summarize
 from alphagate.sim.workload import (
     ClosedLoop,
     OpenLoop,
@@ -39,16 +38,16 @@ __all__ = [
     "SweepConfig",
     "SweepResult",
     "breakeven_alpha_model",
-    "model_speedup",
     "breakeven_alpha_sim",
     "crossover_concurrency_model",
     "crossover_concurrency_sim",
+    "model_speedup",
     "run_sweep",
     "unconditional_table",
 ]
 
 
-def unconditional_table(classes: tuple[SimClass, ...], k: int) -> np.ndarray:  # type: ignore[type-arg]
+def unconditional_table(classes: tuple[SimClass, ...], k: int) -> FloatArray:
     """[n_classes, max(k, 1)] table of P(≥ j accepted) for the engine."""
     kk = max(k, 1)
     return np.stack([c.unconditional(kk) for c in classes])
@@ -56,7 +55,11 @@ def unconditional_table(classes: tuple[SimClass, ...], k: int) -> np.ndarray:  #
 
 # ---------------------------------------------------------------- step-time model route
 def model_speedup(
-    cost: StepCostModel, classes: tuple[SimClass, ...], k: int, batch: float, workload: WorkloadConfig
+    cost: StepCostModel,
+    classes: tuple[SimClass, ...],
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
 ) -> float:
     """Steady-state throughput speedup at ``batch`` running sequences, from the step-time model.
 
@@ -69,10 +72,12 @@ def model_speedup(
     l_in = length_mean(workload.prompt_len)
     ctx = workload.mean_context()
     shares = np.asarray([c.share for c in classes])
-    e_cls = np.asarray([
-        float(expected_tokens_per_pass_by_pos(_conditional(c, k))) if k > 0 else 1.0
-        for c in classes
-    ])
+    e_cls = np.asarray(
+        [
+            float(expected_tokens_per_pass_by_pos(_conditional(c, k))) if k > 0 else 1.0
+            for c in classes
+        ]
+    )
     e = 1.0 / float((shares / shares.sum() / e_cls).sum())
 
     def step(kk: int, tokens_per_seq: float) -> float:
@@ -88,7 +93,7 @@ def model_speedup(
     return (e / step(k, e)) / (1.0 / step(0, 1.0))
 
 
-def _conditional(c: SimClass, k: int) -> np.ndarray:  # type: ignore[type-arg]
+def _conditional(c: SimClass, k: int) -> FloatArray:
     if c.alpha_by_pos is not None:
         a = np.asarray(c.alpha_by_pos, dtype=np.float64)
         return np.concatenate([a, np.full(max(0, k - a.size), a[-1])])[:k]
@@ -99,7 +104,9 @@ def _single(alpha: float) -> tuple[SimClass, ...]:
     return (SimClass(name="a", share=1.0, alpha=alpha),)
 
 
-def breakeven_alpha_model(cost: StepCostModel, k: int, batch: float, workload: WorkloadConfig) -> float | None:
+def breakeven_alpha_model(
+    cost: StepCostModel, k: int, batch: float, workload: WorkloadConfig
+) -> float | None:
     """α where the model speedup at ``batch`` crosses 1 (bisection; None when α = 1 does not pay)."""
     if model_speedup(cost, _single(0.0), k, batch, workload) >= 1.0:
         return 0.0
@@ -116,7 +123,11 @@ def breakeven_alpha_model(cost: StepCostModel, k: int, batch: float, workload: W
 
 
 def crossover_concurrency_model(
-    cost: StepCostModel, classes: tuple[SimClass, ...], k: int, workload: WorkloadConfig, b_max: int = 4096
+    cost: StepCostModel,
+    classes: tuple[SimClass, ...],
+    k: int,
+    workload: WorkloadConfig,
+    b_max: int = 4096,
 ) -> float | None:
     """Batch size at which the model speedup falls to 1 (bisection on a log scale).
 
@@ -143,10 +154,17 @@ def _closed_requests(workload: WorkloadConfig, users: int, n: int, seed: int) ->
 
 
 def _sim_speedup(
-    cost: StepCostModel, classes: tuple[SimClass, ...], k: int, users: int, requests: RequestSet,
-    max_num_seqs: int, seed: int,
+    cost: StepCostModel,
+    classes: tuple[SimClass, ...],
+    k: int,
+    users: int,
+    requests: RequestSet,
+    max_num_seqs: int,
+    seed: int,
 ) -> float:
-    sc = Scenario(k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs)
+    sc = Scenario(
+        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs
+    )
     return run_paired(cost, sc, np.random.default_rng(seed)).speedup.throughput
 
 
@@ -171,7 +189,9 @@ def breakeven_alpha_sim(
 
     def s(alpha: float) -> float:
         cls = (SimClass(name="a", share=1.0, alpha=alpha),)
-        req1 = RequestSet(reqs.prompt_len, reqs.output_len, np.zeros_like(reqs.class_idx), reqs.arrival_s)
+        req1 = RequestSet(
+            reqs.prompt_len, reqs.output_len, np.zeros_like(reqs.class_idx), reqs.arrival_s
+        )
         return _sim_speedup(cost, cls, k, users, req1, max_num_seqs, seed + 1)
 
     if s(0.0) >= 1.0:
@@ -202,7 +222,9 @@ def crossover_concurrency_sim(
 
     def pays(users: int) -> bool:
         reqs = _closed_requests(workload, users, default_num_requests(users), seed)
-        req1 = RequestSet(reqs.prompt_len, reqs.output_len, np.zeros_like(reqs.class_idx), reqs.arrival_s)
+        req1 = RequestSet(
+            reqs.prompt_len, reqs.output_len, np.zeros_like(reqs.class_idx), reqs.arrival_s
+        )
         return _sim_speedup(cost, cls, k, users, req1, c_max, seed + 1) >= 1.0
 
     if not pays(1):
@@ -271,6 +293,7 @@ class SweepResult(Frozen):
     rows: list[LoadRow]
     cells: list[SweepCell]
     crossover_concurrency_model: dict[str, dict[int, float | None]]
+    crossover_search_max: int
 
 
 def run_sweep(cfg: SweepConfig, resolved: ResolvedDeployment, cost: StepCostModel) -> SweepResult:
@@ -278,41 +301,80 @@ def run_sweep(cfg: SweepConfig, resolved: ResolvedDeployment, cost: StepCostMode
     wl = cfg.workload
     mean_ctx = wl.mean_context()
     closed = cfg.rates is None
-    loads: list[float] = [float(c) for c in (cfg.concurrencies or ())] if closed else list(cfg.rates or ())
+    loads: list[float] = (
+        [float(c) for c in (cfg.concurrencies or ())] if closed else list(cfg.rates or ())
+    )
     rows: list[LoadRow] = []
     cells: list[SweepCell] = []
     max_seqs = cfg.deployment.max_num_seqs
     for li, load in enumerate(loads):
         if closed:
-            arrivals: ClosedLoop | OpenLoop = ClosedLoop(users=int(load), think_time_s=cfg.think_time_s)
+            arrivals: ClosedLoop | OpenLoop = ClosedLoop(
+                users=int(load), think_time_s=cfg.think_time_s
+            )
             n = cfg.num_requests or default_num_requests(int(load))
         else:
             arrivals = OpenLoop(rate=load, burstiness=cfg.burstiness)
             n = cfg.num_requests or 1000
-        base_req = sample_requests(wl.model_copy(update={"num_requests": n}), arrivals, np.random.default_rng([cfg.seed, li]))
-        scenarios = [Scenario(0, arrivals, base_req, unconditional_table(cfg.mixes[0].classes, 0), max_seqs, label="baseline")]
+        base_req = sample_requests(
+            wl.model_copy(update={"num_requests": n}),
+            arrivals,
+            np.random.default_rng([cfg.seed, li]),
+        )
+        scenarios = [
+            Scenario(
+                0,
+                arrivals,
+                base_req,
+                unconditional_table(cfg.mixes[0].classes, 0),
+                max_seqs,
+                label="baseline",
+            )
+        ]
         keys: list[tuple[int, str]] = []
         for mi, mix in enumerate(cfg.mixes):
             shares = np.asarray([c.share for c in mix.classes])
-            cls = np.random.default_rng([cfg.seed, li, mi]).choice(shares.size, size=n, p=shares / shares.sum())
-            req = RequestSet(base_req.prompt_len, base_req.output_len, cls.astype(np.int64), base_req.arrival_s)
+            cls = np.random.default_rng([cfg.seed, li, mi]).choice(
+                shares.size, size=n, p=shares / shares.sum()
+            )
+            req = RequestSet(
+                base_req.prompt_len, base_req.output_len, cls.astype(np.int64), base_req.arrival_s
+            )
             for k in cfg.ks:
                 scenarios.append(
-                    Scenario(k, arrivals, req, unconditional_table(mix.classes, k), max_seqs,
-                             disable_above_batch=cfg.disable_above_batch, label=f"{mix.label} K={k}")
+                    Scenario(
+                        k,
+                        arrivals,
+                        req,
+                        unconditional_table(mix.classes, k),
+                        max_seqs,
+                        disable_above_batch=cfg.disable_above_batch,
+                        label=f"{mix.label} K={k}",
+                    )
                 )
                 keys.append((k, mix.label))
         traces = run_scenarios(cost, scenarios, np.random.default_rng([cfg.seed, li, 999]))
         base = summarize(traces[0])
         for (k, label), tr in zip(keys, traces[1:], strict=True):
             spec = summarize(tr)
-            cells.append(SweepCell(load=load, k=k, mix=label, speedup=paired_speedup(spec, base), spec=spec))
+            cells.append(
+                SweepCell(load=load, k=k, mix=label, speedup=paired_speedup(spec, base), spec=spec)
+            )
         # steady-state batch: the concurrency (closed loop) or the baseline's mean batch (open loop)
         batch = float(min(int(load), max_seqs)) if closed else max(base.mean_batch, 1.0)
         be_sim: dict[int, float | None] = {}
         if cfg.simulate_breakeven and closed:
             for k in cfg.ks:
-                be_sim[k] = breakeven_alpha_sim(cost, wl, k, int(load), max_num_seqs=max_seqs, seed=cfg.seed, tol=0.01, num_requests=n)
+                be_sim[k] = breakeven_alpha_sim(
+                    cost,
+                    wl,
+                    k,
+                    int(load),
+                    max_num_seqs=max_seqs,
+                    seed=cfg.seed,
+                    tol=0.01,
+                    num_requests=n,
+                )
         rows.append(
             LoadRow(
                 load=load,
@@ -320,14 +382,31 @@ def run_sweep(cfg: SweepConfig, resolved: ResolvedDeployment, cost: StepCostMode
                 baseline=base,
                 mean_context=mean_ctx,
                 draft_cost_ratio=float(cost.draft_cost_ratio(batch, mean_ctx)),
-                verify_cost_ratio={k: float(cost.verify_cost_ratio(batch, k, mean_ctx)) for k in cfg.ks},
-                alpha_breakeven_model={k: breakeven_alpha_model(cost, k, batch, wl) for k in cfg.ks},
+                verify_cost_ratio={
+                    k: float(cost.verify_cost_ratio(batch, k, mean_ctx)) for k in cfg.ks
+                },
+                alpha_breakeven_model={
+                    k: breakeven_alpha_model(cost, k, batch, wl) for k in cfg.ks
+                },
                 alpha_breakeven_sim=be_sim,
             )
         )
+    # the batch cannot grow past max_num_seqs nor past what the KV cache holds
+    b_max = max(
+        1,
+        min(
+            max_seqs,
+            int(
+                resolved.kv_capacity_tokens
+                // (length_mean(wl.prompt_len) + length_mean(wl.output_len))
+            ),
+        ),
+    )
     crossover: dict[str, dict[int, float | None]] = {}
     for mix in cfg.mixes:
-        crossover[mix.label] = {k: crossover_concurrency_model(cost, mix.classes, k, wl) for k in cfg.ks}
+        crossover[mix.label] = {
+            k: crossover_concurrency_model(cost, mix.classes, k, wl, b_max=b_max) for k in cfg.ks
+        }
     return SweepResult(
         deployment=resolved.describe(),
         tp=resolved.tp,
@@ -336,4 +415,5 @@ def run_sweep(cfg: SweepConfig, resolved: ResolvedDeployment, cost: StepCostMode
         rows=rows,
         cells=cells,
         crossover_concurrency_model=crossover,
+        crossover_search_max=b_max,
     )

@@ -171,7 +171,9 @@ class WorkloadConfig(Frozen):
 
     prompt_len: LengthDist = Field(default_factory=lambda: LognormalLength(mean=512, sigma=0.6))
     output_len: LengthDist = Field(default_factory=lambda: LognormalLength(mean=256, sigma=0.6))
-    classes: tuple[SimClass, ...] = Field(default=(SimClass(name="default", share=1.0, alpha=0.7),), min_length=1)
+    classes: tuple[SimClass, ...] = Field(
+        default=(SimClass(name="default", share=1.0, alpha=0.7),), min_length=1
+    )
     num_requests: int = Field(default=1000, ge=1)
 
     @model_validator(mode="after")
@@ -208,7 +210,9 @@ class RequestSet:
         return int(self.prompt_len.size)
 
 
-def sample_requests(workload: WorkloadConfig, arrivals: Arrivals, rng: np.random.Generator) -> RequestSet:
+def sample_requests(
+    workload: WorkloadConfig, arrivals: Arrivals, rng: np.random.Generator
+) -> RequestSet:
     """Draw lengths, classes and (open loop) arrival times for ``workload.num_requests`` requests."""
     n = workload.num_requests
     prompt = sample_lengths(workload.prompt_len, n, rng)

@@ -2,8 +2,8 @@
 
 from alphagate.specs.deployment import (
     DeploymentConfig,
-    DraftModelDrafter,
     DrafterConfig,
+    DraftModelDrafter,
     Eagle3Drafter,
     EagleDrafter,
     MtpDrafter,

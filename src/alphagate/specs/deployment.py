@@ -91,14 +91,20 @@ class DeploymentConfig(Frozen):
 
     model: str = "llama-3.3-70b"
     gpu: str = "h100"
-    tp: int | None = Field(default=None, description="tensor-parallel degree; None = smallest that fits")
+    tp: int | None = Field(
+        default=None, description="tensor-parallel degree; None = smallest that fits"
+    )
     weight_dtype: WeightDtype = "bf16"
     kv_dtype: KvDtype = "bf16"
     bw_efficiency: float | None = Field(default=None, gt=0, le=1)
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
     gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1)
-    step_overhead_ms: float = Field(default=1.0, ge=0, description="scheduler + sampling per engine step")
-    per_seq_overhead_us: float = Field(default=2.0, ge=0, description="per running sequence per step")
+    step_overhead_ms: float = Field(
+        default=1.0, ge=0, description="scheduler + sampling per engine step"
+    )
+    per_seq_overhead_us: float = Field(
+        default=2.0, ge=0, description="per running sequence per step"
+    )
     max_num_seqs: int = Field(default=256, ge=1)
     max_num_batched_tokens: int = Field(default=8192, ge=1)
     drafter: DrafterConfig = Field(default_factory=Eagle3Drafter)
@@ -131,22 +137,34 @@ class ResolvedDeployment:
         )
 
 
-def _draft_footprint(cfg: DeploymentConfig, target: TransformerShape) -> tuple[Footprint | None, TransformerShape | None]:
+def _draft_footprint(
+    cfg: DeploymentConfig, target: TransformerShape
+) -> tuple[Footprint | None, TransformerShape | None]:
     d = cfg.drafter
     dtype, kv = cfg.weight_dtype, cfg.kv_dtype
     if isinstance(d, Eagle3Drafter):
-        return eagle3_head_footprint(target, dtype, draft_vocab_size=d.draft_vocab_size, kv_dtype=kv), None
+        return eagle3_head_footprint(
+            target, dtype, draft_vocab_size=d.draft_vocab_size, kv_dtype=kv
+        ), None
     if isinstance(d, EagleDrafter | MtpDrafter):
         fp = eagle_head_footprint(target, dtype, kv_dtype=kv)
-        return Footprint(fp.name.replace("EAGLE", "MTP") if isinstance(d, MtpDrafter) else fp.name,
-                         d.method, fp.params, fp.weight_bytes, fp.kv_bytes_per_token, 1), None
+        return Footprint(
+            fp.name.replace("EAGLE", "MTP") if isinstance(d, MtpDrafter) else fp.name,
+            d.method,
+            fp.params,
+            fp.weight_bytes,
+            fp.kv_bytes_per_token,
+            1,
+        ), None
     if isinstance(d, DraftModelDrafter):
         shape = resolve_model(d.model)
         return model_footprint(shape, dtype, kv_dtype=kv), shape
     return None, None
 
 
-def _kv_capacity(cfg: DeploymentConfig, gpu: GpuSpec, tp: int, target: Footprint, draft: Footprint | None) -> int:
+def _kv_capacity(
+    cfg: DeploymentConfig, gpu: GpuSpec, tp: int, target: Footprint, draft: Footprint | None
+) -> int:
     usable = gpu.memory_bytes * cfg.gpu_memory_utilization * tp
     weights = target.weight_bytes + (draft.weight_bytes if draft else 0.0)
     activations = 0.04 * gpu.memory_bytes * tp  # activation / CUDA-graph reserve
@@ -164,7 +182,10 @@ def resolve_deployment(cfg: DeploymentConfig, need_kv_tokens: int = 0) -> Resolv
     gpu = resolve_gpu(cfg.gpu)
     overrides = {
         k: v
-        for k, v in (("bw_efficiency", cfg.bw_efficiency), ("compute_efficiency", cfg.compute_efficiency))
+        for k, v in (
+            ("bw_efficiency", cfg.bw_efficiency),
+            ("compute_efficiency", cfg.compute_efficiency),
+        )
         if v is not None
     }
     if overrides:
@@ -173,11 +194,17 @@ def resolve_deployment(cfg: DeploymentConfig, need_kv_tokens: int = 0) -> Resolv
         raise SpecError(f"unknown weight dtype {cfg.weight_dtype!r}")
     t_fp = model_footprint(target, cfg.weight_dtype, kv_dtype=cfg.kv_dtype, kind="target")
     d_fp, d_shape = _draft_footprint(cfg, target)
-    candidates = [cfg.tp] if cfg.tp is not None else [t for t in TP_CHOICES if t <= target.num_key_value_heads]
+    candidates = (
+        [cfg.tp]
+        if cfg.tp is not None
+        else [t for t in TP_CHOICES if t <= target.num_key_value_heads]
+    )
     for tp in candidates:
         cap = _kv_capacity(cfg, gpu, tp, t_fp, d_fp)
         if cap > 0 and cap >= need_kv_tokens:
-            return ResolvedDeployment(cfg, target, gpu, tp, cfg.tp is None, t_fp, d_fp, d_shape, cap)
+            return ResolvedDeployment(
+                cfg, target, gpu, tp, cfg.tp is None, t_fp, d_fp, d_shape, cap
+            )
     tp_txt = f"TP={cfg.tp}" if cfg.tp is not None else f"any TP in {TP_CHOICES}"
     need = f" with room for {need_kv_tokens:,} KV tokens" if need_kv_tokens else ""
     raise SpecError(

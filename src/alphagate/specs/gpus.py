@@ -28,9 +28,13 @@ class GpuSpec(Frozen):
     memory_bytes: float = Field(gt=0)
     hbm_bandwidth: float = Field(gt=0, description="HBM bytes/s")
     bf16_flops: float = Field(gt=0, description="dense BF16 FLOP/s")
-    fp8_flops: float | None = Field(default=None, gt=0, description="dense FP8 FLOP/s; None = no FP8 units")
+    fp8_flops: float | None = Field(
+        default=None, gt=0, description="dense FP8 FLOP/s; None = no FP8 units"
+    )
     interconnect_bandwidth: float = Field(gt=0, description="per-direction GPU-to-GPU bytes/s")
-    allreduce_latency_s: float = Field(default=8e-6, ge=0, description="fixed cost of one all-reduce")
+    allreduce_latency_s: float = Field(
+        default=8e-6, ge=0, description="fixed cost of one all-reduce"
+    )
     bw_efficiency: float = Field(default=0.85, gt=0, le=1)
     compute_efficiency: float = Field(default=0.70, gt=0, le=1)
 
@@ -43,7 +47,9 @@ class GpuSpec(Frozen):
     def ridge_point(self, dtype: str = "bf16", effective: bool = False) -> float:
         """FLOP per byte at which a kernel turns compute-bound (peak, or effective)."""
         if effective:
-            return (self.peak_flops(dtype) * self.compute_efficiency) / (self.hbm_bandwidth * self.bw_efficiency)
+            return (self.peak_flops(dtype) * self.compute_efficiency) / (
+                self.hbm_bandwidth * self.bw_efficiency
+            )
         return self.peak_flops(dtype) / self.hbm_bandwidth
 
 
@@ -120,4 +126,6 @@ def resolve_gpu(name: str) -> GpuSpec:
         return GPU_PRESETS[slug]
     if slug.endswith(".json") or Path(name).exists():
         return load_gpu_spec(name)
-    raise SpecError(f"unknown GPU {name!r}: use a preset ({', '.join(gpu_preset_names())}) or a JSON spec file")
+    raise SpecError(
+        f"unknown GPU {name!r}: use a preset ({', '.join(gpu_preset_names())}) or a JSON spec file"
+    )
