@@ -9,6 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from alphagate.cli import app
+from alphagate.sim.cost import StepCostModel, build_cost_model
+from alphagate.specs import DeploymentConfig, resolve_deployment
 
 
 class Cli:
@@ -31,3 +33,11 @@ class Cli:
 @pytest.fixture
 def cli() -> Cli:
     return Cli()
+
+
+@pytest.fixture(scope="session")
+def cost_8b() -> StepCostModel:
+    """Llama-3.1-8B BF16 on one H100 with an EAGLE-3 head, a small prefill budget."""
+    return build_cost_model(
+        resolve_deployment(DeploymentConfig(model="llama-3.1-8b", max_num_batched_tokens=512))
+    )

@@ -154,19 +154,19 @@ def simulate_closed_loop(
         d_step = first[d_req] + 1 + d_local
         dec_per_step = np.bincount(d_step, minlength=m)
         ctx_dec = np.asarray(
-            np.bincount(d_step, weights=req.prompt_len[d_req] + 1 + d_before, minlength=m),
+            np.bincount(d_step, weights=req.prompt_len[d_req] + d_before, minlength=m),
             dtype=np.float64,
         )
         hist = np.bincount(d_step * width + d_emit, minlength=m * width).reshape(m, width)
         dec_tokens = np.bincount(d_step, weights=d_emit, minlength=m)
         chunks = (d_req, d_step, d_emit)
     else:
-        # baseline: one token per decode step, context = prompt + 1 + (step − first − 1); sums of
+        # baseline: one token per decode step, context = prompt + (step − first − 1); sums of
         # piecewise-linear terms per step come from difference arrays
         steps = np.arange(m, dtype=np.float64)
         on = np.bincount(first + 1, minlength=m + 1) - np.bincount(finish + 1, minlength=m + 1)
         dec_per_step = np.cumsum(on)[:m]
-        offset = (req.prompt_len - first).astype(np.float64)
+        offset = (req.prompt_len - first - 1).astype(np.float64)
         off_diff = np.bincount(first + 1, weights=offset, minlength=m + 1) - np.bincount(
             finish + 1, weights=offset, minlength=m + 1
         )

@@ -34,6 +34,12 @@ from alphagate.theory.memory import (
     model_footprint,
     model_params,
 )
+from alphagate.theory.roofline import (
+    compute_bound_tokens,
+    ridge_point,
+    roofline_time,
+    weight_read_seconds,
+)
 from alphagate.theory.speedup import (
     alpha_breakeven,
     alpha_for_speedup,
@@ -56,6 +62,7 @@ __all__ = [
     "alpha_from_mean_acceptance_length",
     "blend",
     "compute_bound_speedup",
+    "compute_bound_tokens",
     "conditional_from_unconditional",
     "draft_acceptance_rate",
     "draft_acceptance_rate_from_mean_acceptance_length",
@@ -75,8 +82,11 @@ __all__ = [
     "model_params",
     "operations_factor",
     "optimal_k",
+    "ridge_point",
+    "roofline_time",
     "speedup",
     "speedup_by_pos",
     "total_variation_distance",
     "unconditional_from_conditional",
+    "weight_read_seconds",
 ]

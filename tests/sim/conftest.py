@@ -1,0 +1,65 @@
+"""Shared simulator fixtures: a small deployment and helpers to build scenarios."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from alphagate.sim.cost import ForwardCost, StepCostModel
+from alphagate.sim.engine import Scenario
+from alphagate.sim.sweep import unconditional_table
+from alphagate.sim.workload import (
+    Arrivals,
+    ClosedLoop,
+    FixedLength,
+    LengthDist,
+    LognormalLength,
+    SimClass,
+    WorkloadConfig,
+    sample_requests,
+)
+
+
+def constant_cost(draft_cost: float, max_batched: int = 1 << 30) -> StepCostModel:
+    """Every target forward takes 1 s and every draft forward ``draft_cost`` s, whatever the batch."""
+
+    def fixed(seconds: float) -> ForwardCost:
+        return ForwardCost(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, seconds)
+
+    return StepCostModel(fixed(1.0), fixed(draft_cost), 0.0, 0.0, 0.0, max_batched, "constant")
+
+
+def scenario(
+    k: int,
+    alpha: float | list[float],
+    arrivals: Arrivals,
+    n: int,
+    *,
+    prompt: LengthDist | None = None,
+    output: LengthDist | None = None,
+    seed: int = 0,
+    max_num_seqs: int = 256,
+    disable_above_batch: int | None = None,
+) -> Scenario:
+    cls = (
+        SimClass(name="c", share=1.0, alpha=alpha)
+        if isinstance(alpha, float)
+        else SimClass(name="c", share=1.0, alpha_by_pos=tuple(alpha))
+    )
+    wl = WorkloadConfig(
+        prompt_len=prompt or FixedLength(value=64),
+        output_len=output or LognormalLength(mean=64, sigma=0.5),
+        classes=(cls,),
+        num_requests=n,
+    )
+    reqs = sample_requests(wl, arrivals, np.random.default_rng(seed))
+    return Scenario(
+        k,
+        arrivals,
+        reqs,
+        unconditional_table((cls,), k),
+        max_num_seqs,
+        disable_above_batch=disable_above_batch,
+    )
+
+
+__all__ = ["ClosedLoop", "constant_cost", "scenario"]

@@ -1,0 +1,150 @@
+"""Simulator engines: determinism, conservation, exact agreement on deterministic cases, policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from alphagate.sim.closed_loop import fast_path_applies, simulate_closed_loop
+from alphagate.sim.cost import StepCostModel
+from alphagate.sim.engine import RunTrace, simulate
+from alphagate.sim.results import summarize
+from alphagate.sim.run import run_paired, run_scenarios
+from alphagate.sim.workload import ClosedLoop, FixedLength, OpenLoop
+from tests.sim.conftest import scenario
+from tests.statistical.reference_sim import reference_simulate
+
+
+def _engine(cost: StepCostModel, sc, seed: int = 1, **kw) -> RunTrace:  # type: ignore[no-untyped-def]
+    return simulate(cost, [sc], np.random.default_rng(seed), **kw)[0]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_same_seed_same_output(cost_8b: StepCostModel, fast: bool) -> None:
+    sc = scenario(3, 0.7, ClosedLoop(users=8), 60)
+    run = (
+        (lambda s: simulate_closed_loop(cost_8b, sc, np.random.default_rng(s)))
+        if fast
+        else (lambda s: _engine(cost_8b, sc, s))
+    )
+    a, b, c = run(5), run(5), run(6)
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    np.testing.assert_array_equal(a.step_chunk_hist, b.step_chunk_hist)
+    assert a.num_accepted_tokens == b.num_accepted_tokens
+    assert not np.array_equal(a.finish_s, c.finish_s)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_tokens_conserved_and_chunks_recorded(cost_8b: StepCostModel, fast: bool) -> None:
+    sc = scenario(4, [0.9, 0.7, 0.5, 0.3], ClosedLoop(users=6), 50)
+    tr = (
+        simulate_closed_loop(cost_8b, sc, np.random.default_rng(2), record_chunks=True)
+        if fast
+        else _engine(cost_8b, sc, 2, record_chunks=True)
+    )
+    out = sc.requests.output_len
+    assert np.isfinite(tr.finish_s).all()
+    assert (tr.first_token_s >= tr.arrival_s).all() and (tr.finish_s >= tr.first_token_s).all()
+    # every output token is the first token or part of exactly one decode chunk
+    per_req = np.bincount(tr.chunk_request, weights=tr.chunk_tokens, minlength=out.size)
+    np.testing.assert_array_equal(per_req + 1, out)
+    assert tr.step_tokens.sum() == out.sum()
+    assert (tr.chunk_tokens >= 1).all() and (tr.chunk_tokens <= 5).all()
+    np.testing.assert_array_equal(
+        tr.n_chunks, np.bincount(tr.chunk_request, minlength=out.size) + 1
+    )
+    # the per-step histogram is the chunk records, aggregated
+    hist = np.zeros_like(tr.step_chunk_hist)
+    np.add.at(hist, (tr.chunk_step, tr.chunk_tokens), 1)
+    np.testing.assert_array_equal(hist, tr.step_chunk_hist)
+    # closed loop: never more sequences than users
+    assert tr.step_n_running.max() <= 6
+
+
+def test_engine_equals_reference_when_deterministic(cost_8b: StepCostModel) -> None:
+    """K = 0, or α = 1, makes the run deterministic: the engine must match the per-token loop exactly."""
+    for k, alpha in ((0, 0.5), (3, 1.0)):
+        sc = scenario(k, alpha, ClosedLoop(users=5), 40, prompt=FixedLength(value=700))
+        tr = _engine(cost_8b, sc)
+        r = sc.requests
+        ref = reference_simulate(
+            cost_8b,
+            r.prompt_len.tolist(),
+            r.output_len.tolist(),
+            [[alpha] * max(k, 1)] * r.n,
+            k,
+            users=5,
+            arrivals=None,
+            max_num_seqs=256,
+            seed=0,
+        )
+        np.testing.assert_allclose(tr.finish_s, ref.finish, rtol=1e-12)
+        np.testing.assert_allclose(tr.first_token_s, ref.first_token, rtol=1e-12)
+        np.testing.assert_allclose(tr.step_dt_s, ref.step_times, rtol=1e-12)
+        assert tr.num_accepted_tokens == ref.accepted
+
+
+def test_open_loop_engine_equals_reference_when_deterministic(cost_8b: StepCostModel) -> None:
+    sc = scenario(2, 1.0, OpenLoop(rate=40.0), 60, prompt=FixedLength(value=300), max_num_seqs=4)
+    tr = _engine(cost_8b, sc)
+    r = sc.requests
+    ref = reference_simulate(
+        cost_8b,
+        r.prompt_len.tolist(),
+        r.output_len.tolist(),
+        [[1.0, 1.0]] * r.n,
+        2,
+        users=None,
+        arrivals=r.arrival_s.tolist(),
+        max_num_seqs=4,
+        seed=0,
+    )
+    np.testing.assert_allclose(tr.finish_s, ref.finish, rtol=1e-12)
+    assert tr.step_n_running.max() == 4  # queueing behind max_num_seqs happened
+
+
+def test_fast_path_equals_engine_for_one_user(cost_8b: StepCostModel) -> None:
+    """With one user both paths see the same requests in the same order (K = 0: identical)."""
+    sc = scenario(0, 0.5, ClosedLoop(users=1), 30, prompt=FixedLength(value=1100))
+    a = _engine(cost_8b, sc)
+    b = simulate_closed_loop(cost_8b, sc, np.random.default_rng(1))
+    np.testing.assert_allclose(a.finish_s, b.finish_s, rtol=1e-12)
+    np.testing.assert_allclose(a.step_dt_s, b.step_dt_s, rtol=1e-12)
+
+
+def test_prefill_budget_is_shared_fcfs(cost_8b: StepCostModel) -> None:
+    # 8 users × 400-token prompts with a 512-token budget: prefills are spread over several steps
+    sc = scenario(
+        0, 0.5, ClosedLoop(users=8), 8, prompt=FixedLength(value=400), output=FixedLength(value=4)
+    )
+    tr = _engine(cost_8b, sc)
+    first = tr.first_token_s
+    assert np.all(np.diff(first) >= 0)  # FCFS: earlier requests get their first token no later
+    assert len(np.unique(first)) >= 6
+
+
+def test_disable_above_batch_policy(cost_8b: StepCostModel) -> None:
+    sc = scenario(3, 0.8, ClosedLoop(users=16), 64, disable_above_batch=8)
+    assert not fast_path_applies(sc)
+    tr = _engine(cost_8b, sc)
+    assert ((tr.step_k == 0) == (tr.step_n_running > 8)).all()
+    assert (tr.step_k == 3).any() and (tr.step_k == 0).any()
+
+
+def test_open_loop_idles_until_arrivals(cost_8b: StepCostModel) -> None:
+    sc = scenario(2, 0.6, OpenLoop(rate=0.5), 12)
+    tr = _engine(cost_8b, sc)
+    s = summarize(tr)
+    assert s.completed == 12
+    assert (tr.first_token_s > tr.arrival_s).all()
+    assert tr.step_end_s[-1] > tr.arrival_s[-1]  # the clock jumped over idle gaps
+
+
+def test_run_scenarios_dispatches_and_pairs(cost_8b: StepCostModel) -> None:
+    sc = scenario(3, 0.7, ClosedLoop(users=8), 80)
+    p = run_paired(cost_8b, sc, np.random.default_rng(0))
+    assert p.baseline.k == 0 and p.baseline.num_drafts == 0
+    assert p.spec.mean_tokens_per_chunk > 1.5
+    assert p.speedup.throughput > 1.0
+    forced = run_scenarios(cost_8b, [sc], np.random.default_rng(0), force_engine=True)[0]
+    assert np.isfinite(forced.finish_s).all()

@@ -1,0 +1,118 @@
+"""`alphagate simulate`: the default experiment, JSON, plots, open loop, mixes and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+
+def test_default_simulation_tells_the_lesson(cli: Cli) -> None:
+    d = cli.json("simulate")
+    assert d["tp"] == 2 and "Llama-3.3-70B" in d["deployment"]
+    assert d["ks"] == [1, 3, 5]
+    assert len(d["mixes"]) == 6 and len(d["rows"]) == 4
+    cells = {(c["load"], c["k"], c["mix"]): c for c in d["cells"]}
+    assert cells[(1.0, 5, "α=0.7")]["speedup"]["throughput"] > 2.0
+    assert cells[(256.0, 5, "α=0.4")]["speedup"]["throughput"] < 1.0
+    # P99 ITL per token gets worse at concurrency 64 even where mean throughput improves
+    c = cells[(64.0, 5, "α=0.7")]
+    assert c["speedup"]["throughput"] > 1.0 and c["speedup"]["itl_per_token_p99"] < 1.0
+    for row in d["rows"]:
+        for k in ("1", "3", "5"):
+            m, s = row["alpha_breakeven_model"][k], row["alpha_breakeven_sim"][k]
+            assert m is not None and s is not None and abs(m - s) < 0.03
+
+
+def test_table_output_and_plots(cli: Cli, tmp_path: Path) -> None:
+    r = cli.run(
+        "simulate",
+        "--model",
+        "llama-3.1-8b",
+        "--dtype",
+        "bf16",
+        "--concurrency",
+        "1,8,32",
+        "--alpha",
+        "0.5,0.8",
+        "--k",
+        "2,4",
+        "--no-breakeven-sim",
+        "--plot",
+        str(tmp_path),
+    )
+    assert r.exit_code == 0, r.output
+    assert "Throughput speedup" in r.output and "ITL per token" in r.output
+    for name in ("speedup_vs_load.png", "p99_itl_per_token.png", "itl_per_token_cdf.png"):
+        assert (tmp_path / name).stat().st_size > 10_000
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_open_loop_and_mix(cli: Cli) -> None:
+    d = cli.json(
+        "simulate",
+        "--model",
+        "llama-3.1-8b",
+        "--dtype",
+        "bf16",
+        "--rate",
+        "2,20",
+        "--num-requests",
+        "200",
+        "--class",
+        "chat:0.7:0.7",
+        "--class",
+        "code:0.3:0.4",
+        "--k",
+        "3",
+    )
+    assert d["mixes"] == ["mix"]
+    assert [r["load_kind"] for r in d["rows"]] == ["request rate (req/s)"] * 2
+    assert all(c["spec"]["completed"] == 200 for c in d["cells"])
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--gpu", "h1000"], "--gpu"),
+        (["--model", "llama-3.3-70b", "--dtype", "bf16", "--tp", "1"], "--tp"),
+        (["--prompt-len", "gaussian:5"], "--prompt-len"),
+        (["--output-len", "file:/no/such/file"], "--output-len"),
+        (["--concurrency", "4", "--rate", "2"], "--rate"),
+        (["--class", "a:0.5:0.7"], "--class"),
+        (["--alpha", "1.4"], "--alpha"),
+        (["--method", "medusa"], "--method"),
+    ],
+)
+def test_bad_simulate_flags(cli: Cli, args: list[str], flag: str) -> None:
+    r = cli.run("simulate", *args)
+    assert r.exit_code == 2, r.output
+    assert flag in r.output and "Traceback" not in r.output
+
+
+def test_output_lengths_from_file(cli: Cli, tmp_path: Path) -> None:
+    f = tmp_path / "lens.txt"
+    f.write_text("# observed output lengths\n120\n80\n300\n")
+    d = cli.json(
+        "simulate",
+        "--model",
+        "llama-3.1-8b",
+        "--dtype",
+        "bf16",
+        "--concurrency",
+        "4",
+        "--alpha",
+        "0.6",
+        "--k",
+        "2",
+        "--output-len",
+        f"file:{f}",
+        "--no-breakeven-sim",
+    )
+    assert d["cells"][0]["spec"]["completed"] == 100
+    bad = tmp_path / "bad.txt"
+    bad.write_text("120\nlots\n")
+    r = cli.run("simulate", "--output-len", f"file:{bad}")
+    assert r.exit_code == 2 and "bad.txt:2" in r.output
