@@ -14,6 +14,7 @@ from typing import Annotated, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
+from rich.markdown import Markdown
 
 from alphagate import __version__
 from alphagate.closed_form import (
@@ -35,10 +36,13 @@ from alphagate.config import (
     parse_traffic_class,
     validate_shares,
 )
+from alphagate.plan.build import PlanRequest, build_plan
+from alphagate.plan.measured import MeasuredError, load_measured_alphas
 from alphagate.quantities import TransformerShape
 from alphagate.report import model as model_report
 from alphagate.report import plots
 from alphagate.report import simulate as sim_report
+from alphagate.report.plan import render_plan_markdown
 from alphagate.sim.cost import build_cost_model
 from alphagate.sim.sweep import Mix, SweepConfig, run_sweep
 from alphagate.sim.workload import (
@@ -650,6 +654,155 @@ def simulate_cmd(
         console.print(f"plots written to {plot}/")
 
 
+# ---------------------------------------------------------------- plan
+@app.command("plan")
+def plan_cmd(
+    classes: Annotated[
+        list[str],
+        typer.Option(
+            "--class",
+            help="NAME:SHARE[:ALPHA], repeated; a class without ALPHA gets a documented prior.",
+        ),
+    ],
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Target concurrency.")
+    ],
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Target: preset or config.json.")
+    ] = "llama-3.3-70b",
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU preset or spec JSON.")] = "h100",
+    tp: Annotated[
+        int | None,
+        typer.Option("--tp", min=1, help="Tensor-parallel degree (default: smallest that fits)."),
+    ] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16, fp8, int4.")] = "bf16",
+    kv_dtype: Annotated[
+        str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16, fp8.")
+    ] = "bf16",
+    method: Annotated[
+        str, typer.Option("--method", help="eagle3, eagle, draft_model, ngram, mtp.")
+    ] = "eagle3",
+    draft: Annotated[
+        str | None, typer.Option("--draft", help="Draft repo or path (for the engine config).")
+    ] = None,
+    peak: Annotated[
+        int | None, typer.Option("--peak-concurrency", min=1, help="Peak concurrency.")
+    ] = None,
+    slo: Annotated[
+        float | None, typer.Option("--slo-p99-itl-ms", min=0.0, help="P99 ITL SLO (ms).")
+    ] = None,
+    engine: Annotated[str, typer.Option("--engine", help="vllm or sglang.")] = "vllm",
+    engine_version: Annotated[
+        str | None,
+        typer.Option("--engine-version", help="e.g. 0.11 (no batch-size schedule before 0.32)."),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k",
+            "-k",
+            min=1,
+            help="Drafts per step (default: the simulator's best at the target).",
+        ),
+    ] = None,
+    alpha_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--alpha-from", help="Measured α: an alphagate summary or vllm bench serve JSON."
+        ),
+    ] = None,
+    prompt_len: Annotated[
+        str,
+        typer.Option(
+            "--prompt-len", help="fixed:N | uniform:LO:HI | lognormal:MEAN[:SIGMA] | file:PATH"
+        ),
+    ] = "lognormal:512",
+    output_len: Annotated[
+        str, typer.Option("--output-len", help="Same forms as --prompt-len.")
+    ] = "lognormal:256",
+    url: Annotated[
+        str, typer.Option("--url", help="Server URL used in the emitted commands.")
+    ] = "http://127.0.0.1:8000",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the markdown plan here.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Staged rollout plan: verdict, predicted table, per-class gains, memory, engine config, stages, risks."""
+    parsed = _parse_classes(classes, require_alpha=False)
+    try:
+        validate_shares(parsed)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--class") from None
+    sources: dict[str, str] = {}
+    if alpha_from is not None:
+        try:
+            measured = load_measured_alphas(alpha_from, k)
+        except MeasuredError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--alpha-from") from None
+        updated = []
+        for c in parsed:
+            a = measured.get(c.name, measured.get("*"))
+            if a is not None and c.alpha is None:
+                c = c.model_copy(update={"alpha": a})
+                sources[c.name] = f"measured ({alpha_from.name})"
+            updated.append(c)
+        parsed = updated
+    if engine not in ("vllm", "sglang"):
+        raise typer.BadParameter(
+            f"unknown engine {engine!r}; use vllm or sglang", param_hint="--engine"
+        )
+    if method not in ("eagle3", "eagle", "draft_model", "ngram", "mtp"):
+        raise typer.BadParameter(f"unknown method {method!r}", param_hint="--method")
+    try:
+        req = PlanRequest(
+            model=model,
+            gpu=gpu,
+            tp=tp,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            method=method,
+            draft=draft,
+            classes=tuple(parsed),
+            measured_source=sources,
+            concurrency=concurrency,
+            peak_concurrency=peak,
+            slo_p99_itl_ms=slo,
+            engine=engine,
+            engine_version=engine_version,
+            k=k,
+            prompt_len=_length(prompt_len, "--prompt-len"),
+            output_len=_length(output_len, "--output-len"),
+            url=url,
+            seed=seed,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise typer.BadParameter(
+            f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+        ) from None
+    try:
+        with console.status("planning…", spinner="dots") if not as_json else _nullcontext():
+            plan = build_plan(req)
+    except SpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--model/--gpu/--tp/--dtype") from None
+    markdown = render_plan_markdown(plan)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(markdown, encoding="utf-8")
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {"schema": RESULTS_SCHEMA, "verb": "plan", **plan.model_dump(mode="json")}, indent=2
+            )
+        )
+    else:
+        console.print(Markdown(markdown))
+        if out is not None:
+            console.print(f"plan written to {out}")
+
+
 # ---------------------------------------------------------------- demo
 @app.command("demo")
 def demo() -> None:
@@ -669,6 +822,30 @@ def demo() -> None:
     )
     console.rule("[bold]The lesson's experiment, simulated: Llama-3.3-70B FP8 on H100, EAGLE-3")
     simulate_cmd()
+    console.rule(
+        "[bold]The rollout plan for the lesson's traffic: 70% chat at α 0.7, 30% code at α 0.4"
+    )
+    out = Path("demo-output") / "rollout-plan.md"
+    for concurrency in (64, 256):
+        plan = build_plan(
+            PlanRequest(
+                model="llama-3.3-70b",
+                gpu="h100",
+                dtype="fp8",
+                concurrency=concurrency,
+                peak_concurrency=256,
+                classes=(
+                    TrafficClass(name="chat", share=0.7, alpha=0.7),
+                    TrafficClass(name="code", share=0.3, alpha=0.4),
+                ),
+            )
+        )
+        console.print(
+            f"concurrency {concurrency}: [bold]{plan.verdict.upper()}[/bold] — {plan.reason}"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_plan_markdown(plan), encoding="utf-8")
+    console.print(f"full plan (concurrency 256, K = {plan.k}) written to {out}")
 
 
 def main() -> None:
