@@ -6,17 +6,21 @@ Only this module prints, reads the environment, writes files or sets exit codes.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from contextlib import nullcontext as _nullcontext
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from rich.console import Console, RenderableType
 from rich.markdown import Markdown
 
 from alphagate import __version__
+from alphagate.bench.dataset import DatasetError, Prompt, load_prompts
+from alphagate.bench.records import Comparison, LevelSummary, RequestRecord, compare, stats_of
+from alphagate.bench.runner import BenchConfig, BenchRunner, Level
 from alphagate.closed_form import (
     RESULTS_SCHEMA,
     Quantity,
@@ -39,6 +43,7 @@ from alphagate.config import (
 from alphagate.plan.build import PlanRequest, build_plan
 from alphagate.plan.measured import MeasuredError, load_measured_alphas
 from alphagate.quantities import TransformerShape
+from alphagate.report import bench as bench_report
 from alphagate.report import model as model_report
 from alphagate.report import plots
 from alphagate.report import simulate as sim_report
@@ -801,6 +806,358 @@ def plan_cmd(
         console.print(Markdown(markdown))
         if out is not None:
             console.print(f"plan written to {out}")
+
+
+# ---------------------------------------------------------------- twin
+def _mixes_or_classes(alpha: float, classes: list[str] | None) -> tuple[SimClass, ...]:
+    if classes:
+        parsed = _parse_classes(classes, require_alpha=True)
+        try:
+            validate_shares(parsed)
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--class") from None
+        return tuple(SimClass(name=c.name, share=c.share, alpha=c.alpha) for c in parsed)
+    return (SimClass(name="default", share=1.0, alpha=alpha),)
+
+
+@app.command("twin")
+def twin_cmd(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Target whose timing the twin reproduces.")
+    ] = "llama-3.1-8b",
+    gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
+    tp: Annotated[int | None, typer.Option("--tp", min=1)] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp8, int4.")] = "bf16",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype")] = "bf16",
+    method: Annotated[str, typer.Option("--method")] = "eagle3",
+    draft: Annotated[str | None, typer.Option("--draft")] = None,
+    k: Annotated[
+        int, typer.Option("--k", "-k", min=0, help="Drafts per step; 0 = no speculation.")
+    ] = 3,
+    alpha: Annotated[
+        float, typer.Option("--alpha", "-a", min=0.0, max=1.0, help="α of the single class.")
+    ] = 0.7,
+    classes: Annotated[
+        list[str] | None, typer.Option("--class", help="NAME:SHARE:ALPHA, repeated.")
+    ] = None,
+    output_len: Annotated[
+        str, typer.Option("--output-len", help="Output length when max_tokens does not cap it.")
+    ] = "lognormal:256",
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            "--time-scale", min=0.0, help="Wall s per simulated s; 0 = as fast as possible."
+        ),
+    ] = 1.0,
+    max_num_seqs: Annotated[int, typer.Option("--max-num-seqs", min=1)] = 256,
+    max_batched: Annotated[int, typer.Option("--max-num-batched-tokens", min=1)] = 8192,
+    max_model_len: Annotated[int, typer.Option("--max-model-len", min=2)] = 8192,
+    host: Annotated[
+        str, typer.Option("--host", help="Bind address (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    served: Annotated[str, typer.Option("--served-model-name")] = "alphagate-twin",
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="ALPHAGATE_API_KEY", help="Require this Bearer key."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """An OpenAI-compatible endpoint that behaves like vLLM serving MODEL on GPU, with or without
+    speculative decoding: step timing from the simulator, acceptance from α, vLLM's /metrics names.
+
+    A request's class is its `alphagate_class` body field, else the suffix of `model` ("NAME:CLASS").
+    """
+    from aiohttp import web
+
+    from alphagate.twin.config import TwinConfig
+    from alphagate.twin.server import create_app
+
+    try:
+        cfg = TwinConfig(
+            deployment=DeploymentConfig(
+                model=model,
+                gpu=gpu,
+                tp=tp,
+                weight_dtype=dtype,
+                kv_dtype=kv_dtype,
+                max_num_seqs=max_num_seqs,
+                max_num_batched_tokens=max_batched,
+                drafter=_drafter(method, draft),
+            ),
+            k=k,
+            classes=_mixes_or_classes(alpha, classes),
+            output_len=_length(output_len, "--output-len"),
+            served_model_name=served,
+            time_scale=time_scale,
+            max_model_len=max_model_len,
+            api_key=api_key,
+            seed=seed,
+        )
+        application = create_app(cfg)
+    except ValidationError as exc:
+        raise typer.BadParameter(str(exc.errors()[0]["msg"])) from None
+    except SpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--model/--gpu/--tp/--dtype") from None
+    spec = (
+        f"K={k}, α per class {[(c.name, c.alpha) for c in cfg.classes]}" if k else "no speculation"
+    )
+    console.print(
+        f"alphagate twin: {served} on http://{host}:{port} — {model} on {gpu}, {spec}, time scale {time_scale:g}"
+    )
+    web.run_app(application, host=host, port=port, print=None, access_log=None)
+
+
+# ---------------------------------------------------------------- bench
+@app.command("bench")
+def bench_cmd(
+    url: Annotated[
+        str | None, typer.Option("--url", help="Endpoint base URL (one target).")
+    ] = None,
+    baseline_url: Annotated[
+        str | None, typer.Option("--baseline-url", help="A/B: the no-speculation server.")
+    ] = None,
+    candidate_url: Annotated[
+        str | None, typer.Option("--candidate-url", help="A/B: the speculative server.")
+    ] = None,
+    endpoint: Annotated[
+        str, typer.Option("--endpoint", help="completions or chat.")
+    ] = "completions",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (default: first of /v1/models).")
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="ALPHAGATE_API_KEY",
+            help="Bearer key (or $ALPHAGATE_API_KEY); never written out.",
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="Extra header NAME:VALUE, repeated.")
+    ] = None,
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset",
+            help="ShareGPT .json, .jsonl (prompt|messages, class, max_tokens) or synthetic:in=N,out=M.",
+        ),
+    ] = "synthetic:in=512,out=256",
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", "-c", help="Closed-loop levels, e.g. 1,16,64.")
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            min=0.0,
+            help="Open-loop request rate (req/s); with --concurrency it caps in-flight requests.",
+        ),
+    ] = None,
+    burstiness: Annotated[float, typer.Option("--burstiness", min=0.01)] = 1.0,
+    num_prompts: Annotated[int, typer.Option("--num-prompts", "-n", min=1)] = 200,
+    duration: Annotated[
+        float | None,
+        typer.Option("--duration", min=0.0, help="Stop sending after this many seconds per level."),
+    ] = None,
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", min=0, help="First N requests per level excluded from statistics."
+        ),
+    ] = 0,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0.001, help="Seconds without data before a stream counts as stalled."
+        ),
+    ] = 60.0,
+    metrics_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metrics-url", help="Prometheus endpoints to diff (replicas); default <url>/metrics."
+        ),
+    ] = None,
+    no_metrics: Annotated[
+        bool, typer.Option("--no-metrics", help="Do not scrape /metrics.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="A malformed dataset line is fatal.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Folder for requests.jsonl and summary.json.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Benchmark an OpenAI-compatible endpoint (vLLM, SGLang, the twin) — or baseline vs candidate."""
+    if url and (baseline_url or candidate_url):
+        raise typer.BadParameter(
+            "give --url, or --baseline-url with --candidate-url", param_hint="--url"
+        )
+    if url:
+        targets: tuple[tuple[str, str], ...] = (("default", url),)
+    elif baseline_url and candidate_url:
+        targets = (("baseline", baseline_url), ("candidate", candidate_url))
+    else:
+        raise typer.BadParameter(
+            "give --url, or both --baseline-url and --candidate-url", param_hint="--url"
+        )
+    if endpoint not in ("completions", "chat"):
+        raise typer.BadParameter("use completions or chat", param_hint="--endpoint")
+    headers: dict[str, str] = {}
+    for h in header or []:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{h!r} is not NAME:VALUE", param_hint="--header")
+        headers[name.strip()] = value.strip()
+    levels = _bench_levels(concurrency, rate)
+    try:
+        prompts, problems = load_prompts(dataset, num_prompts, seed, strict=strict)
+    except DatasetError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--dataset") from None
+    cfg = BenchConfig(
+        targets=targets,
+        endpoint=endpoint,
+        model=model,
+        api_key=SecretStr(api_key) if api_key else None,
+        headers=headers,
+        levels=levels,
+        num_prompts=num_prompts,
+        duration_s=duration,
+        burstiness=burstiness,
+        warmup=warmup,
+        seed=seed,
+        timeout_s=timeout,
+        metrics_urls=tuple(metrics_url) if metrics_url else None,
+        scrape_metrics=not no_metrics,
+    )
+    out_dir = out or Path("results") / time.strftime("bench-%Y%m%d-%H%M%S")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for p in problems:
+        console.print(f"[yellow]skipped:[/yellow] {p}", highlight=False) if not as_json else None
+    summary, interrupted = _run_bench(cfg, prompts, out_dir, quiet=as_json)
+    summary["dataset_problems"] = problems
+    summary["interrupted"] = interrupted
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        levels_out = [LevelSummary.model_validate(x) for x in summary["levels"]]
+        comps = [Comparison.model_validate(x) for x in summary["comparisons"]]
+        console.print(bench_report.render_bench(levels_out, comps))
+        console.print(
+            f"records: {out_dir / 'requests.jsonl'}   summary: {out_dir / 'summary.json'}"
+        )
+    if interrupted:
+        raise typer.Exit(130)
+
+
+def _bench_levels(concurrency: str | None, rate: float | None) -> tuple[Level, ...]:
+    conc = _int_list(concurrency, "--concurrency") if concurrency else None
+    if rate is not None and rate <= 0:
+        raise typer.BadParameter("must be > 0", param_hint="--rate")
+    if rate is not None:
+        if conc:
+            return tuple(Level(label=f"r{rate:g}-c{c}", concurrency=c, rate=rate) for c in conc)
+        return (Level(label=f"r{rate:g}", rate=rate),)
+    return tuple(Level(label=f"c{c}", concurrency=c) for c in (conc or [1]))
+
+
+def _run_bench(
+    cfg: BenchConfig, prompts: list[Prompt], out_dir: Path, *, quiet: bool
+) -> tuple[dict[str, Any], bool]:
+    """Run the levels with a live display; on Ctrl-C keep every completed record and summarise them."""
+    import asyncio
+
+    import aiohttp
+
+    records_path = out_dir / "requests.jsonl"
+    fh = records_path.open("a", encoding="utf-8")
+    results: list[LevelSummary] = []
+    state: dict[str, Any] = {"runner": None}
+    live_rows: list[RequestRecord] = []
+
+    def sink(rec: RequestRecord) -> None:
+        fh.write(rec.model_dump_json() + "\n")
+        fh.flush()
+
+    async def main(live: Any) -> None:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            def on_record(rec: RequestRecord) -> None:
+                live_rows.append(rec)
+                if live is not None and len(live_rows) % 5 == 0:
+                    live.update(_progress(live_rows, len(prompts)))
+
+            runner = BenchRunner(cfg, prompts, session, sink=sink, on_record=on_record)
+            state["runner"] = runner
+            for level in cfg.levels:
+                for name, url in cfg.targets:
+                    live_rows.clear()
+                    results.append(await runner.run_level(name, url, level))
+
+    interrupted = False
+    try:
+        if quiet:
+            asyncio.run(main(None))
+        else:
+            from rich.live import Live
+
+            with Live(console=console, refresh_per_second=4, transient=True) as live:
+                asyncio.run(main(live))
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        fh.close()
+    runner = state["runner"]
+    if interrupted and runner is not None:
+        done_levels = {(r.target, r.level) for r in results}
+        for name, url in cfg.targets:
+            for level in cfg.levels:
+                recs = [r for r in runner.records if r.target == name and r.level == level.label]
+                if recs and (name, level.label) not in done_levels:
+                    results.append(
+                        LevelSummary(
+                            target=name,
+                            url=url,
+                            level=level.label,
+                            concurrency=level.concurrency,
+                            rate=level.rate,
+                            overall=stats_of(recs),
+                            classes={},
+                            acceptance=None,
+                        )
+                    )
+    comps = []
+    by = {(r.target, r.level): r for r in results}
+    for level in cfg.levels:
+        b, c = by.get(("baseline", level.label)), by.get(("candidate", level.label))
+        if b is not None and c is not None:
+            comps.append(compare(b, c))
+    summary = {
+        "schema": "alphagate.bench/v1",
+        "config": cfg.model_dump(mode="json"),
+        "levels": [r.model_dump(mode="json") for r in results],
+        "comparisons": [c.model_dump(mode="json") for c in comps],
+    }
+    return summary, interrupted
+
+
+def _progress(rows: list[RequestRecord], total: int) -> RenderableType:
+    s = stats_of(rows)
+    last = rows[-1]
+    return bench_report.progress_table(
+        last.level,
+        last.target,
+        s.completed,
+        s.failed,
+        s.output_tokens_per_s,
+        s.itl_per_token_ms.p99,
+        total,
+    )
 
 
 # ---------------------------------------------------------------- demo

@@ -1,0 +1,1 @@
+"""Load generation against OpenAI-compatible endpoints: datasets, SSE, records, summaries."""

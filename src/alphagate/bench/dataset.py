@@ -1,0 +1,172 @@
+"""Prompt datasets for ``alphagate bench``: ShareGPT JSON, JSONL, and ``synthetic:in=N,out=M``.
+
+A malformed JSONL line is reported with its line number and skipped (or fatal with ``strict``).
+The same seed selects the same prompts in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DatasetError", "Prompt", "load_prompts"]
+
+VOCAB = [
+    "data",
+    "model",
+    "token",
+    "draft",
+    "verify",
+    "accept",
+    "serve",
+    "batch",
+    "latency",
+    "cache",
+    "memory",
+    "tensor",
+    "kernel",
+    "stream",
+    "request",
+    "reply",
+    "question",
+    "answer",
+    "system",
+    "user",
+    "code",
+    "text",
+    "value",
+    "window",
+    "layer",
+    "head",
+    "weight",
+]
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    prompt: str | None
+    messages: list[dict[str, Any]] | None
+    cls: str | None
+    max_tokens: int | None
+    ignore_eos: bool = False
+
+    def as_text(self) -> str:
+        if self.prompt is not None:
+            return self.prompt
+        return "\n".join(str(m.get("content", "")) for m in self.messages or [])
+
+
+def _synthetic(spec: str, n: int, rng: np.random.Generator) -> list[Prompt]:
+    m = re.fullmatch(r"synthetic:in=(\d+),out=(\d+)", spec.strip())
+    if not m:
+        raise DatasetError(f"{spec!r}: expected synthetic:in=N,out=M")
+    n_in, n_out = int(m.group(1)), int(m.group(2))
+    if n_in < 1 or n_out < 1:
+        raise DatasetError(f"{spec!r}: in and out must be >= 1")
+    words = np.asarray(VOCAB)
+    return [
+        Prompt(
+            " ".join(words[rng.integers(0, words.size, n_in)]), None, None, n_out, ignore_eos=True
+        )
+        for _ in range(n)
+    ]
+
+
+def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
+    out: list[Prompt] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise DatasetError(f"{where}: expected a JSON object")
+            prompt, messages = obj.get("prompt"), obj.get("messages")
+            if (prompt is None) == (messages is None):
+                raise DatasetError(f"{where}: needs exactly one of 'prompt' or 'messages'")
+            if prompt is not None and not isinstance(prompt, str):
+                raise DatasetError(f"{where}: 'prompt' must be a string")
+            if messages is not None and (
+                not isinstance(messages, list) or not all(isinstance(x, dict) for x in messages)
+            ):
+                raise DatasetError(f"{where}: 'messages' must be a list of objects")
+            mt = obj.get("max_tokens")
+            if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
+                raise DatasetError(f"{where}: 'max_tokens' must be a positive integer")
+            cls = obj.get("class")
+            out.append(Prompt(prompt, messages, None if cls is None else str(cls), mt))
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: not valid JSON ({exc.msg})")
+        except DatasetError as exc:
+            problems.append(str(exc))
+        if strict and problems:
+            raise DatasetError(problems[0])
+    return out
+
+
+def _sharegpt(path: Path, problems: list[str]) -> list[Prompt]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: a ShareGPT file is a JSON list of conversations")
+    out: list[Prompt] = []
+    for i, conv in enumerate(data):
+        turns = conv.get("conversations") if isinstance(conv, dict) else None
+        if not isinstance(turns, list) or len(turns) < 2:
+            problems.append(f"{path}: entry {i} has fewer than two turns; skipped")
+            continue
+        human = next(
+            (
+                t.get("value")
+                for t in turns
+                if isinstance(t, dict) and t.get("from") in ("human", "user")
+            ),
+            None,
+        )
+        reply = next(
+            (
+                t.get("value")
+                for t in turns
+                if isinstance(t, dict) and t.get("from") in ("gpt", "assistant")
+            ),
+            None,
+        )
+        if not isinstance(human, str) or not isinstance(reply, str):
+            problems.append(f"{path}: entry {i} lacks a human prompt or a reply; skipped")
+            continue
+        out.append(
+            Prompt(None, [{"role": "user", "content": human}], None, max(1, len(reply.split())))
+        )
+    return out
+
+
+def load_prompts(
+    spec: str, n: int, seed: int, *, strict: bool = False
+) -> tuple[list[Prompt], list[str]]:
+    """``n`` prompts from ``spec`` in a seeded order, and the problems found (line-numbered)."""
+    rng = np.random.default_rng(seed)
+    if spec.startswith("synthetic:"):
+        return _synthetic(spec, n, rng), []
+    path = Path(spec)
+    if not path.exists():
+        raise DatasetError(f"dataset not found: {path}")
+    problems: list[str] = []
+    pool = _jsonl(path, strict, problems) if path.suffix == ".jsonl" else _sharegpt(path, problems)
+    if not pool:
+        raise DatasetError(f"{path}: no usable prompts" + (f" ({problems[0]})" if problems else ""))
+    order = rng.permutation(len(pool))
+    reps = -(-n // len(pool))
+    idx = np.concatenate([order] * reps)[:n]
+    return [pool[i] for i in idx], problems

@@ -1,0 +1,1 @@
+"""Measuring acceptance from live servers: Prometheus exposition, counter deltas, logs."""

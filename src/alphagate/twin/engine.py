@@ -1,0 +1,262 @@
+"""The twin's engine: one asyncio loop stepping a continuous batch in (scaled) real time.
+
+Each step admits waiting requests (≤ max_num_seqs), gives the prefill budget to prompts in arrival
+order, samples every decoding sequence's accepted drafts (one uniform each, as the simulator),
+prices the step with the simulator's roofline model, sleeps that long × ``time_scale``, and then
+hands each sequence its 1..K+1 new tokens as **one** chunk. Counters follow vLLM V1's semantics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from alphagate.sim.cost import StepCostModel
+from alphagate.sim.sweep import unconditional_table
+from alphagate.sim.workload import sample_lengths
+from alphagate.twin.config import TwinConfig
+from alphagate.twin.metrics import TwinMetrics
+
+__all__ = ["Chunk", "StepRecord", "TwinEngine", "TwinRequest"]
+
+WORDS = (
+    "the",
+    "model",
+    "drafts",
+    "tokens",
+    "and",
+    "verifies",
+    "them",
+    "in",
+    "one",
+    "pass",
+    "so",
+    "accepted",
+    "ones",
+    "are",
+    "free",
+)
+
+
+@dataclass
+class Chunk:
+    """Tokens produced for one request in one engine step."""
+
+    tokens: int
+    text: str
+    finish_reason: str | None
+    sent_s: float  # loop time when the step ended (the twin's send timestamp)
+
+
+@dataclass
+class TwinRequest:
+    rid: str
+    prompt_tokens: int
+    max_tokens: int
+    class_idx: int
+    rng: np.random.Generator | None
+    queue: asyncio.Queue[Chunk] = field(default_factory=asyncio.Queue)
+    prefilled: int = 0
+    generated: int = 0
+    cancelled: bool = False
+    finished: bool = False
+    hit_limit: bool = False
+    word: int = 0
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    end_s: float
+    model_dt_s: float
+    n_decode: int
+    tokens: int
+    k: int
+    prefill_tokens: int
+
+
+class TwinEngine:
+    """Owns the batch; HTTP handlers submit requests and read their chunk queues."""
+
+    def __init__(self, config: TwinConfig, cost: StepCostModel) -> None:
+        self.config = config
+        self.cost = cost
+        self.metrics = TwinMetrics(config)
+        self.k = config.k
+        self._thr = unconditional_table(config.classes, config.k)  # [n_classes, max(k, 1)]
+        self._shares = np.asarray([c.share for c in config.classes])
+        self._rng = np.random.default_rng(config.seed)
+        self._waiting: deque[TwinRequest] = deque()
+        self._running: list[TwinRequest] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._ids = itertools.count()
+        self.steps: deque[StepRecord] = deque(maxlen=200_000)
+        self.max_num_seqs = config.deployment.max_num_seqs
+        self.class_names = [c.name for c in config.classes]
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    # ---------------------------------------------------------------- requests
+    def pick_class(self, name: str | None, rng: np.random.Generator | None) -> int:
+        if name is not None and name in self.class_names:
+            return self.class_names.index(name)
+        r = rng if rng is not None else self._rng
+        return int(r.choice(self._shares.size, p=self._shares / self._shares.sum()))
+
+    def output_length(
+        self, max_tokens: int | None, ignore_eos: bool, rng: np.random.Generator | None
+    ) -> tuple[int, bool]:
+        """Tokens to generate and whether the length limit (not EOS) ends the request."""
+        cap = max_tokens if max_tokens is not None else self.config.max_model_len
+        if ignore_eos and max_tokens is not None:
+            return max_tokens, True
+        natural = int(
+            sample_lengths(self.config.output_len, 1, rng if rng is not None else self._rng)[0]
+        )
+        return (cap, True) if natural >= cap else (natural, False)
+
+    def submit(
+        self,
+        prompt_tokens: int,
+        max_tokens: int,
+        hit_limit: bool,
+        class_idx: int,
+        rng: np.random.Generator | None,
+    ) -> TwinRequest:
+        req = TwinRequest(
+            f"{next(self._ids)}", prompt_tokens, max_tokens, class_idx, rng, hit_limit=hit_limit
+        )
+        self._waiting.append(req)
+        self.metrics.prompt_tokens.inc(prompt_tokens)
+        self._wake.set()
+        return req
+
+    def cancel(self, req: TwinRequest) -> None:
+        req.cancelled = True
+
+    @property
+    def n_running(self) -> int:
+        return len(self._running)
+
+    @property
+    def n_waiting(self) -> int:
+        return len(self._waiting)
+
+    # ---------------------------------------------------------------- the loop
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._running and not self._waiting:
+                self._wake.clear()
+                await self._wake.wait()
+            t0 = loop.time()
+            dt = self._step_plan()
+            if dt is None:
+                await asyncio.sleep(0)
+                continue
+            delay = dt * self.config.time_scale - (loop.time() - t0)
+            await asyncio.sleep(max(0.0, delay))
+            self._step_emit(loop.time(), dt)
+
+    def _step_plan(self) -> float | None:
+        """Admit, schedule and sample; returns the step's simulated duration (or None if idle)."""
+        self._running = [r for r in self._running if not r.cancelled]
+        while self._waiting and len(self._running) < self.max_num_seqs:
+            r = self._waiting.popleft()
+            if not r.cancelled:
+                self._running.append(r)
+        if not self._running:
+            return None
+        run = self._running
+        decoding = [r for r in run if r.prefilled >= r.prompt_tokens]
+        k_eff = self.k
+        budget = max(0, self.cost.max_num_batched_tokens - len(decoding) * (k_eff + 1))
+        self._alloc: list[tuple[TwinRequest, int]] = []
+        p_tok = p_ctx = 0
+        p_pairs = 0.0
+        for r in run:
+            if r.prefilled < r.prompt_tokens and budget > 0:
+                take = min(budget, r.prompt_tokens - r.prefilled)
+                budget -= take
+                self._alloc.append((r, take))
+                p_tok += take
+                p_ctx += r.prefilled
+                p_pairs += take * (r.prefilled + 0.5 * take)
+        n = len(decoding)
+        self._decoding = decoding
+        self._accepted = np.zeros(n, dtype=np.int64)
+        if n and k_eff > 0:
+            u = self._rng.random(n)
+            for i, r in enumerate(decoding):
+                if r.rng is not None:
+                    u[i] = r.rng.random()
+            cls = np.fromiter((r.class_idx for r in decoding), dtype=np.int64, count=n)
+            self._accepted = (u[:, None] < self._thr[cls, :k_eff]).sum(1)
+        ctx = float(sum(r.prompt_tokens + r.generated - 1 for r in decoding))
+        return float(self.cost.step_time(k_eff, n, ctx, p_tok, p_ctx, p_pairs, len(run)))
+
+    def _step_emit(self, now: float, dt: float) -> None:
+        m = self.metrics
+        k_eff = self.k
+        tokens_out = 0
+        n = len(self._decoding)
+        if n and k_eff > 0:
+            acc = self._accepted
+            m.num_drafts.inc(n)
+            m.num_draft_tokens.inc(n * k_eff)
+            m.num_accepted_tokens.inc(int(acc.sum()))
+            for pos in range(k_eff):
+                c = int((acc > pos).sum())
+                if c:
+                    m.accepted_per_pos[pos].inc(c)
+        for i, r in enumerate(self._decoding):
+            if r.cancelled:
+                continue
+            e = min(int(self._accepted[i]) + 1, r.max_tokens - r.generated)
+            tokens_out += self._give(r, e, now)
+        for r, take in self._alloc:
+            r.prefilled += take
+            if r.prefilled >= r.prompt_tokens and not r.cancelled:
+                tokens_out += self._give(r, 1, now)
+        m.generation_tokens.inc(tokens_out)
+        self.steps.append(StepRecord(now, dt, n, tokens_out, k_eff, sum(t for _, t in self._alloc)))
+        self._running = [r for r in self._running if not (r.finished or r.cancelled)]
+        m.running.set(len(self._running))
+        m.waiting.set(len(self._waiting))
+
+    def _give(self, r: TwinRequest, tokens: int, now: float) -> int:
+        if tokens <= 0:
+            return 0
+        r.generated += tokens
+        done = r.generated >= r.max_tokens
+        words = [WORDS[(r.word + j) % len(WORDS)] for j in range(tokens)]
+        r.word += tokens
+        reason = ("length" if r.hit_limit else "stop") if done else None
+        r.queue.put_nowait(Chunk(tokens, " " + " ".join(words), reason, now))
+        if done:
+            r.finished = True
+            self.metrics.success(reason or "stop").inc()
+        return tokens
+
+    def reset_metrics(self) -> None:
+        """Drop every counter back to zero, as a restarted server would (test hook)."""
+        self.metrics = TwinMetrics(self.config)
+
+    def step_schedule(self) -> npt.NDArray[np.float64]:
+        return np.array([s.model_dt_s for s in self.steps])

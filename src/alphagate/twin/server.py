@@ -1,0 +1,355 @@
+"""The twin's HTTP surface: OpenAI-compatible completions and chat, /v1/models, /health, /metrics.
+
+Errors use the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``: malformed JSON,
+known fields of the wrong type, ``max_tokens`` < 1 → 400; a missing or wrong Bearer key → 401.
+A client that disconnects mid-stream is cancelled and its slot freed at the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal
+
+import numpy as np
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from alphagate.sim.cost import build_cost_model
+from alphagate.specs import resolve_deployment
+from alphagate.twin.config import TwinConfig
+from alphagate.twin.engine import TwinEngine, TwinRequest
+
+__all__ = ["ENGINE_KEY", "create_app"]
+
+ENGINE_KEY: web.AppKey[TwinEngine] = web.AppKey("engine", TwinEngine)
+CONFIG_KEY: web.AppKey[TwinConfig] = web.AppKey("config", TwinConfig)
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    include_usage: bool = False
+    continuous_usage_stats: bool = False
+
+
+class _Common(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = None
+    seed: int | None = None
+    ignore_eos: bool = False
+    n: int = Field(default=1, ge=1, le=1)
+    alphagate_class: str | None = None
+
+
+class CompletionBody(_Common):
+    prompt: str | list[str] | list[int]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    role: str
+    content: str | list[Any] | None = None
+
+
+class ChatBody(_Common):
+    messages: list[Message] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+
+
+def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
+    return web.json_response(body, status=status)
+
+
+def _count_tokens(text: str) -> int:
+    """The twin's tokenizer: one token per whitespace-separated word (at least one)."""
+    return max(1, len(text.split()))
+
+
+def _prompt_tokens(body: CompletionBody | ChatBody) -> int:
+    if isinstance(body, ChatBody):
+        total = 0
+        for m in body.messages:
+            content = m.content if isinstance(m.content, str) else json.dumps(m.content or "")
+            total += _count_tokens(content) + 4  # role and separators, as chat templates add
+        return total
+    p = body.prompt
+    if isinstance(p, str):
+        return _count_tokens(p)
+    if p and isinstance(p[0], int):
+        return len(p)
+    return sum(_count_tokens(str(x)) for x in p)
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
+    key = request.app[CONFIG_KEY].api_key
+    if (
+        key
+        and request.path.startswith("/v1/")
+        and request.headers.get("Authorization", "") != f"Bearer {key}"
+    ):
+        return _error(401, "invalid or missing API key", "AuthenticationError")
+    resp: web.StreamResponse = await handler(request)
+    return resp
+
+
+async def _parse(
+    request: web.Request, model: type[CompletionBody] | type[ChatBody]
+) -> CompletionBody | ChatBody | web.Response:
+    try:
+        raw = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _error(400, "request body is not valid JSON", "BadRequestError")
+    if not isinstance(raw, dict):
+        return _error(400, "request body must be a JSON object", "BadRequestError")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        return _error(400, f"{loc}: {first['msg']}", "BadRequestError", loc)
+
+
+def _class_from(body: CompletionBody | ChatBody, served: str) -> str | None:
+    if body.alphagate_class:
+        return body.alphagate_class
+    if body.model and body.model.startswith(served + ":"):
+        return body.model.split(":", 1)[1]
+    return None
+
+
+async def _handle(request: web.Request, kind: Literal["completion", "chat"]) -> web.StreamResponse:
+    cfg = request.app[CONFIG_KEY]
+    engine = request.app[ENGINE_KEY]
+    parsed = await _parse(request, ChatBody if kind == "chat" else CompletionBody)
+    if isinstance(parsed, web.Response):
+        return parsed
+    body = parsed
+    if (
+        body.model is not None
+        and body.model != cfg.served_model_name
+        and not body.model.startswith(cfg.served_model_name + ":")
+    ):
+        return _error(404, f"The model `{body.model}` does not exist.", "NotFoundError", "model")
+    max_tokens = (
+        body.max_completion_tokens
+        if isinstance(body, ChatBody) and body.max_completion_tokens
+        else body.max_tokens
+    )
+    prompt_tokens = _prompt_tokens(body)
+    if prompt_tokens + (max_tokens or 1) > cfg.max_model_len:
+        return _error(
+            400,
+            f"prompt ({prompt_tokens}) + max_tokens exceeds max_model_len {cfg.max_model_len}",
+            "BadRequestError",
+            "max_tokens",
+        )
+    rng = np.random.default_rng(body.seed) if body.seed is not None else None
+    cls = engine.pick_class(_class_from(body, cfg.served_model_name), rng)
+    n_out, hit_limit = engine.output_length(max_tokens, body.ignore_eos, rng)
+    n_out = min(n_out, cfg.max_model_len - prompt_tokens)
+    req = engine.submit(prompt_tokens, n_out, hit_limit, cls, rng)
+    rid = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
+    created = int(time.time())
+    if body.stream:
+        return await _stream(request, engine, req, body, kind, rid, created, prompt_tokens)
+    return await _whole(engine, req, kind, rid, created, prompt_tokens, cfg.served_model_name)
+
+
+def _usage(prompt: int, completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+async def _stream(
+    request: web.Request,
+    engine: TwinEngine,
+    req: TwinRequest,
+    body: CompletionBody | ChatBody,
+    kind: str,
+    rid: str,
+    created: int,
+    prompt_tokens: int,
+) -> web.StreamResponse:
+    cfg = request.app[CONFIG_KEY]
+    resp = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    opts = body.stream_options or StreamOptions()
+    obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
+    try:
+        await resp.prepare(request)
+        first = True
+        while True:
+            chunk = await req.queue.get()
+            if kind == "chat":
+                delta: dict[str, Any] = {"content": chunk.text}
+                if first:
+                    delta = {"role": "assistant", "content": chunk.text}
+                choice: dict[str, Any] = {
+                    "index": 0,
+                    "delta": delta,
+                    "logprobs": None,
+                    "finish_reason": chunk.finish_reason,
+                }
+            else:
+                choice = {
+                    "index": 0,
+                    "text": chunk.text,
+                    "logprobs": None,
+                    "finish_reason": chunk.finish_reason,
+                }
+            first = False
+            payload: dict[str, Any] = {
+                "id": rid,
+                "object": obj,
+                "created": created,
+                "model": cfg.served_model_name,
+                "choices": [choice],
+            }
+            if opts.include_usage and opts.continuous_usage_stats:
+                payload["usage"] = _usage(
+                    prompt_tokens, req.generated if chunk.finish_reason else _sent(req, chunk)
+                )
+            await resp.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            if chunk.finish_reason is not None:
+                break
+        if opts.include_usage:
+            final = {
+                "id": rid,
+                "object": obj,
+                "created": created,
+                "model": cfg.served_model_name,
+                "choices": [],
+                "usage": _usage(prompt_tokens, req.generated),
+            }
+            await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+    except (ConnectionResetError, ConnectionError, RuntimeError):
+        engine.cancel(req)
+    except BaseException:
+        engine.cancel(req)
+        raise
+    return resp
+
+
+def _sent(req: TwinRequest, chunk: Any) -> int:
+    """Tokens delivered up to and including ``chunk`` (the queue may already hold later ones)."""
+    pending = sum(c.tokens for c in req.queue._queue)  # type: ignore[attr-defined]
+    return req.generated - pending
+
+
+async def _whole(
+    engine: TwinEngine,
+    req: TwinRequest,
+    kind: str,
+    rid: str,
+    created: int,
+    prompt_tokens: int,
+    served: str,
+) -> web.Response:
+    parts: list[str] = []
+    reason = None
+    try:
+        while reason is None:
+            chunk = await req.queue.get()
+            parts.append(chunk.text)
+            reason = chunk.finish_reason
+    except BaseException:
+        engine.cancel(req)
+        raise
+    text = "".join(parts)
+    if kind == "chat":
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": None,
+            "finish_reason": reason,
+        }
+        obj = "chat.completion"
+    else:
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
+        obj = "text_completion"
+    return web.json_response(
+        {
+            "id": rid,
+            "object": obj,
+            "created": created,
+            "model": served,
+            "choices": [choice],
+            "usage": _usage(prompt_tokens, req.generated),
+        }
+    )
+
+
+async def _completions(request: web.Request) -> web.StreamResponse:
+    return await _handle(request, "completion")
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    return await _handle(request, "chat")
+
+
+async def _models(request: web.Request) -> web.Response:
+    cfg = request.app[CONFIG_KEY]
+    data = [
+        {
+            "id": cfg.served_model_name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "alphagate",
+            "max_model_len": cfg.max_model_len,
+        }
+    ]
+    return web.json_response({"object": "list", "data": data})
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.Response(status=200)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE_KEY]
+    return web.Response(
+        body=engine.metrics.exposition(),
+        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+    )
+
+
+def create_app(config: TwinConfig) -> web.Application:
+    """The twin as an aiohttp application (start it with ``web.run_app`` or an ``AppRunner``)."""
+    kv_need = config.deployment.max_num_seqs * 1024
+    try:
+        resolved = resolve_deployment(config.deployment, need_kv_tokens=kv_need)
+    except ValueError:
+        resolved = resolve_deployment(config.deployment)
+    engine = TwinEngine(config, build_cost_model(resolved))
+    app = web.Application(middlewares=[_auth], client_max_size=64 * 2**20)
+    app[CONFIG_KEY] = config
+    app[ENGINE_KEY] = engine
+
+    async def _start(app: web.Application) -> None:
+        app[ENGINE_KEY].start()
+
+    async def _stop(app: web.Application) -> None:
+        await app[ENGINE_KEY].stop()
+
+    app.on_startup.append(_start)
+    app.on_cleanup.append(_stop)
+    app.router.add_post("/v1/completions", _completions)
+    app.router.add_post("/v1/chat/completions", _chat)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/health", _health)
+    app.router.add_get("/metrics", _metrics)
+    return app
