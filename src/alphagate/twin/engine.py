@@ -161,17 +161,23 @@ class TwinEngine:
     # ---------------------------------------------------------------- the loop
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
+        deadline = loop.time()
         while True:
             if not self._running and not self._waiting:
                 self._wake.clear()
                 await self._wake.wait()
-            t0 = loop.time()
+                deadline = loop.time()
+            # steps run back to back on a deadline clock, so a late wake-up (the event loop rounds
+            # timeouts up to whole milliseconds) is made up in the next step and the mean step
+            # length equals the model's; if the host falls far behind, resynchronise
+            if loop.time() - deadline > 0.05:
+                deadline = loop.time()
             dt = self._step_plan()
             if dt is None:
                 await asyncio.sleep(0)
                 continue
-            delay = dt * self.config.time_scale - (loop.time() - t0)
-            await asyncio.sleep(max(0.0, delay))
+            deadline += dt * self.config.time_scale
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
             self._step_emit(loop.time(), dt)
 
     def _step_plan(self) -> float | None:
