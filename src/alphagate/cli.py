@@ -862,6 +862,7 @@ def twin_cmd(
         typer.Option("--api-key", envvar="ALPHAGATE_API_KEY", help="Require this Bearer key."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False,
 ) -> None:
     """An OpenAI-compatible endpoint that behaves like vLLM serving MODEL on GPU, with or without
     speculative decoding: step timing from the simulator, acceptance from α, vLLM's /metrics names.
@@ -893,6 +894,7 @@ def twin_cmd(
             max_model_len=max_model_len,
             api_key=api_key,
             seed=seed,
+            emit_send_time=emit_send_time,
         )
         application = create_app(cfg)
     except ValidationError as exc:

@@ -38,6 +38,22 @@ class SSEParser:
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]  # the \n of a \r\n split across chunks
         self._pending_cr = False
+        if "\r" not in text and "\r" not in self._buf:
+            # fast path: \n line endings only (what vLLM, SGLang and the twin send)
+            lines = (self._buf + text).split("\n")
+            self._buf = lines.pop()
+            out: list[SSEEvent] = []
+            data = self._data
+            for line in lines:
+                if line.startswith("data:"):  # the common line, handled inline
+                    data.append(line[6:] if line.startswith("data: ") else line[5:])
+                    self._has_field = True
+                    continue
+                ev = self._line(line)
+                if ev is not None:
+                    out.append(ev)
+                    data = self._data
+            return out
         self._buf += text
         events: list[SSEEvent] = []
         while True:

@@ -32,6 +32,9 @@ class TwinConfig(Frozen):
     api_key: str | None = None
     seed: int = 0
     engine_index: int = 0
+    emit_send_time: bool = Field(
+        default=False, description="add alphagate_sent_s (wall clock) to chunks, for benchmarks"
+    )
 
     @model_validator(mode="after")
     def _shares(self) -> TwinConfig:

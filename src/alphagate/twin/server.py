@@ -217,6 +217,8 @@ async def _stream(
                 "model": cfg.served_model_name,
                 "choices": [choice],
             }
+            if cfg.emit_send_time:
+                payload["alphagate_sent_s"] = time.time()
             if opts.include_usage and opts.continuous_usage_stats:
                 payload["usage"] = _usage(
                     prompt_tokens, req.generated if chunk.finish_reason else _sent(req, chunk)
