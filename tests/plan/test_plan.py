@@ -237,6 +237,20 @@ def test_alpha_from_measurements(cli: Cli, tmp_path: Path) -> None:
     )
     assert [c["measured"] for c in d2["classes"]] == [True, True]
     assert d2["uses_priors"] is False
+    bench = tmp_path / "bench.json"
+    bench.write_text(
+        json.dumps(
+            {
+                "schema": "alphagate.bench/v1",
+                "levels": [
+                    {"acceptance": {"num_drafts": 10, "draft_acceptance_rate": 0.1, "k": 5}},
+                    {"acceptance": {"num_drafts": 5000, "draft_acceptance_rate": 0.3882, "k": 5}},
+                ],
+            }
+        )
+    )
+    d3 = cli.json("plan", "--class", "chat:1.0", "--concurrency", "16", "--alpha-from", str(bench))
+    assert d3["classes"][0]["alpha"] == pytest.approx(0.7, abs=1e-3)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,9 @@ Accepted inputs (all JSON):
 - an alphagate results file with ``classes``: ``{"chat": {"alpha": 0.71}, "code":
   {"draft_acceptance_rate": 0.31, "k": 5}}`` (α wins; otherwise ρ with K is inverted);
 - a ``vllm bench serve --save-result`` file with ``spec_decode_acceptance_rate`` (percent) and
-  ``spec_decode_per_position_acceptance_rates`` (K = their count): one α for all traffic.
+  ``spec_decode_per_position_acceptance_rates`` (K = their count): one α for all traffic;
+- an ``alphagate bench`` ``summary.json`` (schema ``alphagate.bench/v1``): the acceptance of the
+  level with the most drafts (server-wide counters, so one α for all traffic).
 """
 
 from __future__ import annotations
@@ -59,6 +61,23 @@ def load_measured_alphas(path: str | Path, k: int | None = None) -> dict[str, fl
             str(name): _alpha_from_entry(entry, f"{p}: classes.{name}", k)
             for name, entry in data["classes"].items()
             if isinstance(entry, dict)
+        }
+    if data.get("schema") == "alphagate.bench/v1":
+        measured = [
+            lv["acceptance"]
+            for lv in data.get("levels", [])
+            if isinstance(lv, dict) and lv.get("acceptance")
+        ]
+        measured = [a for a in measured if a.get("num_drafts")]
+        if not measured:
+            raise MeasuredError(
+                f"{p}: no level of this bench summary saw speculative-decoding counters"
+            )
+        best = max(measured, key=lambda a: a["num_drafts"])
+        return {
+            OVERALL: _alpha_from_entry(
+                {"draft_acceptance_rate": best["draft_acceptance_rate"], "k": best["k"]}, str(p), k
+            )
         }
     if "spec_decode_acceptance_rate" in data:
         per_pos = data.get("spec_decode_per_position_acceptance_rates") or []
