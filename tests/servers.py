@@ -1,63 +1,29 @@
 """Real servers on 127.0.0.1 for tests: the twin and a deliberately faulty one, each in a thread.
 
-Each runs its own asyncio loop in a background thread so that code under test (including the CLI,
-which calls ``asyncio.run``) talks to it over real sockets.
+Each runs its own asyncio loop in a background thread (``alphagate.twin.background``) so that code
+under test (including the CLI, which calls ``asyncio.run``) talks to it over real sockets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from aiohttp import web
 
+from alphagate.twin.background import serve_in_thread, twin_in_thread
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine
-from alphagate.twin.server import ENGINE_KEY, create_app
 
 
-@contextmanager
-def serve(app: web.Application) -> Iterator[str]:
+def serve(app: web.Application) -> AbstractContextManager[str]:
     """Run ``app`` on 127.0.0.1:<free port> in a thread; yields the base URL."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, object] = {}
-
-    async def start() -> None:
-        runner = web.AppRunner(app, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        holder["runner"] = runner
-        holder["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ready.set()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        loop.run_forever()
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    ready.wait(10)
-    try:
-        yield f"http://127.0.0.1:{holder['port']}"
-    finally:
-        runner = holder["runner"]
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)  # type: ignore[attr-defined]
-        loop.call_soon_threadsafe(loop.stop)
-        t.join(10)
-        loop.close()
+    return serve_in_thread(app)
 
 
-@contextmanager
-def twin(config: TwinConfig) -> Iterator[tuple[str, TwinEngine]]:
-    app = create_app(config)
-    with serve(app) as url:
-        yield url, app[ENGINE_KEY]
+def twin(config: TwinConfig) -> AbstractContextManager[tuple[str, TwinEngine]]:
+    return twin_in_thread(config)
 
 
 def faulty_app() -> web.Application:

@@ -241,8 +241,16 @@ def test_console_script_and_module_entry_points() -> None:
     assert "--alpha" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_demo_prints_grid_and_linear_gap(cli: Cli) -> None:
+def test_demo_runs_the_whole_workflow(cli: Cli, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
     result = cli.run("demo")
     assert result.exit_code == 0, result.output
     assert "Speedup (exact)" in result.output
     assert "Linear approximation" in result.output
+    assert "Throughput speedup" in result.output  # the default simulation
+    plan = (tmp_path / "demo-output" / "rollout-plan.md").read_text()
+    assert "## Verdict: **NO-GO**" in plan
+    summary = json.loads((tmp_path / "demo-output" / "bench" / "summary.json").read_text())
+    assert [c["level"] for c in summary["comparisons"]] == ["c1", "c16"]
+    assert all(c["output_throughput"] > 1.3 for c in summary["comparisons"])
+    assert "implied α" in result.output

@@ -1,0 +1,60 @@
+"""Run an aiohttp application on 127.0.0.1 in a background thread (demo and tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from aiohttp import web
+
+from alphagate.twin.config import TwinConfig
+from alphagate.twin.engine import TwinEngine
+from alphagate.twin.server import ENGINE_KEY, create_app
+
+__all__ = ["serve_in_thread", "twin_in_thread"]
+
+
+@contextmanager
+def serve_in_thread(app: web.Application, host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve ``app`` on a free loopback port from its own event loop; yields the base URL."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    state: dict[str, object] = {}
+
+    async def start() -> None:
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, 0)
+        await site.start()
+        state["runner"] = runner
+        state["port"] = runner.addresses[0][1]
+        ready.set()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True, name="alphagate-server")
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("the server thread did not start")
+    try:
+        yield f"http://{host}:{state['port']}"
+    finally:
+        runner = state["runner"]
+        assert isinstance(runner, web.AppRunner)
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+
+
+@contextmanager
+def twin_in_thread(config: TwinConfig) -> Iterator[tuple[str, TwinEngine]]:
+    """A twin server in a background thread: (base URL, its engine)."""
+    app = create_app(config)
+    with serve_in_thread(app) as url:
+        yield url, app[ENGINE_KEY]
