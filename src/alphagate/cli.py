@@ -132,6 +132,38 @@ VerifyCostOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
+# deployment options shared by simulate, plan and twin (defaults stay per command)
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Target: a preset (llama-3.1-8b, llama-3.3-70b, llama-3.2-1b) or a config.json.",
+    ),
+]
+GpuOpt = Annotated[
+    str,
+    typer.Option(
+        "--gpu", "-g", help="GPU preset (h100, h200, a100-80gb, b200, mi300x) or a spec JSON file."
+    ),
+]
+TpOpt = Annotated[
+    int | None,
+    typer.Option("--tp", min=1, help="Tensor-parallel degree (default: the smallest that fits)."),
+]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16, fp8, int4.")]
+KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16, fp8.")]
+MethodOpt = Annotated[
+    str, typer.Option("--method", help="Drafter: eagle3, eagle, draft_model, ngram, mtp.")
+]
+DraftOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--draft",
+        help="Draft model: a preset / config.json to model, or a repo id for the engine config.",
+    ),
+]
+
 
 def _emit(verb: str, answer: R, as_json: bool, render: Callable[[R], RenderableType]) -> None:
     if as_json:
@@ -456,6 +488,23 @@ def _read_lengths(path: Path, flag: str) -> list[int]:
     return values
 
 
+def _check_deployment_flags(dtype: str, kv_dtype: str, method: str) -> None:
+    """One clear error for the deployment flags shared by simulate, plan and twin."""
+    if dtype not in ("bf16", "fp8", "int4"):
+        raise typer.BadParameter(
+            f"unknown dtype {dtype!r}; use bf16, fp8 or int4", param_hint="--dtype"
+        )
+    if kv_dtype not in ("bf16", "fp8"):
+        raise typer.BadParameter(
+            f"unknown KV dtype {kv_dtype!r}; use bf16 or fp8", param_hint="--kv-dtype"
+        )
+    if method not in ("eagle3", "eagle", "draft_model", "ngram", "mtp"):
+        raise typer.BadParameter(
+            f"unknown method {method!r}; use eagle3, eagle, draft_model, ngram or mtp",
+            param_hint="--method",
+        )
+
+
 def _drafter(method: str, draft: str | None) -> DrafterConfig:
     m = method.strip().lower()
     if m == "eagle3":
@@ -476,29 +525,13 @@ def _drafter(method: str, draft: str | None) -> DrafterConfig:
 
 @app.command("simulate")
 def simulate_cmd(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Target: preset or config.json.")
-    ] = "llama-3.3-70b",
-    gpu: Annotated[
-        str,
-        typer.Option(
-            "--gpu", "-g", help="GPU preset (h100, h200, a100-80gb, b200, mi300x) or spec JSON."
-        ),
-    ] = "h100",
-    tp: Annotated[
-        int | None,
-        typer.Option("--tp", min=1, help="Tensor-parallel degree (default: smallest that fits)."),
-    ] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16, fp8, int4.")] = "fp8",
-    kv_dtype: Annotated[
-        str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16, fp8.")
-    ] = "bf16",
-    method: Annotated[
-        str, typer.Option("--method", help="Drafter: eagle3, eagle, draft_model, ngram, mtp.")
-    ] = "eagle3",
-    draft: Annotated[
-        str | None, typer.Option("--draft", help="Draft model preset / config.json (draft_model).")
-    ] = None,
+    model: ModelOpt = "llama-3.3-70b",
+    gpu: GpuOpt = "h100",
+    tp: TpOpt = None,
+    dtype: DtypeOpt = "fp8",
+    kv_dtype: KvDtypeOpt = "bf16",
+    method: MethodOpt = "eagle3",
+    draft: DraftOpt = None,
     ks: Annotated[
         str, typer.Option("--k", "-k", help="Comma-separated K values to compare.")
     ] = "1,3,5",
@@ -569,6 +602,7 @@ def simulate_cmd(
     With no arguments: Llama-3.3-70B FP8 on H100, EAGLE-3, K ∈ {1, 3, 5}, α ∈ {0.4 … 0.8},
     concurrency ∈ {1, 16, 64, 256}, each paired with a no-speculation run on the same requests.
     """
+    _check_deployment_flags(dtype, kv_dtype, method)
     k_list = _int_list(ks, "--k", lo=1)
     if classes:
         parsed = _parse_classes(classes, require_alpha=True)
@@ -595,14 +629,6 @@ def simulate_cmd(
         else (None if rate else (1, 16, 64, 256))
     )
     rates = tuple(_float_list(rate, "--rate", 1e-9, None)) if rate else None
-    if dtype not in ("bf16", "fp8", "int4"):
-        raise typer.BadParameter(
-            f"unknown dtype {dtype!r}; use bf16, fp8 or int4", param_hint="--dtype"
-        )
-    if kv_dtype not in ("bf16", "fp8"):
-        raise typer.BadParameter(
-            f"unknown KV dtype {kv_dtype!r}; use bf16 or fp8", param_hint="--kv-dtype"
-        )
     try:
         workload = WorkloadConfig(
             prompt_len=_length(prompt_len, "--prompt-len"),
@@ -672,24 +698,13 @@ def plan_cmd(
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, help="Target concurrency.")
     ],
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Target: preset or config.json.")
-    ] = "llama-3.3-70b",
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU preset or spec JSON.")] = "h100",
-    tp: Annotated[
-        int | None,
-        typer.Option("--tp", min=1, help="Tensor-parallel degree (default: smallest that fits)."),
-    ] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16, fp8, int4.")] = "bf16",
-    kv_dtype: Annotated[
-        str, typer.Option("--kv-dtype", help="KV-cache dtype: bf16, fp8.")
-    ] = "bf16",
-    method: Annotated[
-        str, typer.Option("--method", help="eagle3, eagle, draft_model, ngram, mtp.")
-    ] = "eagle3",
-    draft: Annotated[
-        str | None, typer.Option("--draft", help="Draft repo or path (for the engine config).")
-    ] = None,
+    model: ModelOpt = "llama-3.3-70b",
+    gpu: GpuOpt = "h100",
+    tp: TpOpt = None,
+    dtype: DtypeOpt = "bf16",
+    kv_dtype: KvDtypeOpt = "bf16",
+    method: MethodOpt = "eagle3",
+    draft: DraftOpt = None,
     peak: Annotated[
         int | None, typer.Option("--peak-concurrency", min=1, help="Peak concurrency.")
     ] = None,
@@ -735,6 +750,7 @@ def plan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Staged rollout plan: verdict, predicted table, per-class gains, memory, engine config, stages, risks."""
+    _check_deployment_flags(dtype, kv_dtype, method)
     parsed = _parse_classes(classes, require_alpha=False)
     try:
         validate_shares(parsed)
@@ -758,8 +774,6 @@ def plan_cmd(
         raise typer.BadParameter(
             f"unknown engine {engine!r}; use vllm or sglang", param_hint="--engine"
         )
-    if method not in ("eagle3", "eagle", "draft_model", "ngram", "mtp"):
-        raise typer.BadParameter(f"unknown method {method!r}", param_hint="--method")
     try:
         req = PlanRequest(
             model=model,
@@ -822,15 +836,13 @@ def _mixes_or_classes(alpha: float, classes: list[str] | None) -> tuple[SimClass
 
 @app.command("twin")
 def twin_cmd(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Target whose timing the twin reproduces.")
-    ] = "llama-3.1-8b",
-    gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
-    tp: Annotated[int | None, typer.Option("--tp", min=1)] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp8, int4.")] = "bf16",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype")] = "bf16",
-    method: Annotated[str, typer.Option("--method")] = "eagle3",
-    draft: Annotated[str | None, typer.Option("--draft")] = None,
+    model: ModelOpt = "llama-3.1-8b",
+    gpu: GpuOpt = "h100",
+    tp: TpOpt = None,
+    dtype: DtypeOpt = "bf16",
+    kv_dtype: KvDtypeOpt = "bf16",
+    method: MethodOpt = "eagle3",
+    draft: DraftOpt = None,
     k: Annotated[
         int, typer.Option("--k", "-k", min=0, help="Drafts per step; 0 = no speculation.")
     ] = 3,
@@ -870,6 +882,8 @@ def twin_cmd(
     A request's class is its `alphagate_class` body field, else the suffix of `model` ("NAME:CLASS").
     """
     from aiohttp import web
+
+    _check_deployment_flags(dtype, kv_dtype, method)
 
     from alphagate.twin.config import TwinConfig
     from alphagate.twin.server import create_app

@@ -14,7 +14,7 @@ import numpy as np
 
 from alphagate.measure.prom import SpecAcceptance
 from alphagate.quantities import Frozen
-from alphagate.sim.results import Distribution
+from alphagate.sim.results import Distribution, ratio
 
 __all__ = ["Comparison", "LevelSummary", "RequestRecord", "Stats", "compare", "stats_of"]
 
@@ -129,21 +129,17 @@ class Comparison(Frozen):
     mean_tokens_per_chunk: float | None
 
 
-def _r(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
-
-
 def compare(base: LevelSummary, cand: LevelSummary) -> Comparison:
     b, c = base.overall, cand.overall
     return Comparison(
         level=base.level,
-        output_throughput=_r(c.output_tokens_per_s, b.output_tokens_per_s),
-        tpot_mean=_r(b.tpot_ms.mean, c.tpot_ms.mean),
-        ttft_p50=_r(b.ttft_ms.p50, c.ttft_ms.p50),
-        itl_per_token_p50=_r(b.itl_per_token_ms.p50, c.itl_per_token_ms.p50),
-        itl_per_token_p99=_r(b.itl_per_token_ms.p99, c.itl_per_token_ms.p99),
-        itl_per_chunk_p50=_r(b.itl_per_chunk_ms.p50, c.itl_per_chunk_ms.p50),
-        itl_per_chunk_p99=_r(b.itl_per_chunk_ms.p99, c.itl_per_chunk_ms.p99),
-        e2e_p50=_r(b.e2e_ms.p50, c.e2e_ms.p50),
+        output_throughput=ratio(c.output_tokens_per_s, b.output_tokens_per_s),
+        tpot_mean=ratio(b.tpot_ms.mean, c.tpot_ms.mean),
+        ttft_p50=ratio(b.ttft_ms.p50, c.ttft_ms.p50),
+        itl_per_token_p50=ratio(b.itl_per_token_ms.p50, c.itl_per_token_ms.p50),
+        itl_per_token_p99=ratio(b.itl_per_token_ms.p99, c.itl_per_token_ms.p99),
+        itl_per_chunk_p50=ratio(b.itl_per_chunk_ms.p50, c.itl_per_chunk_ms.p50),
+        itl_per_chunk_p99=ratio(b.itl_per_chunk_ms.p99, c.itl_per_chunk_ms.p99),
+        e2e_p50=ratio(b.e2e_ms.p50, c.e2e_ms.p50),
         mean_tokens_per_chunk=c.mean_tokens_per_chunk,
     )

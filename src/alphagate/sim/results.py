@@ -26,6 +26,7 @@ __all__ = [
     "PairedSpeedup",
     "SimSummary",
     "paired_speedup",
+    "ratio",
     "summarize",
     "weighted_quantiles",
 ]
@@ -213,10 +214,11 @@ class PairedSpeedup(Frozen):
     itl_per_chunk_p99: float | None
 
 
-def _ratio(base: float | None, spec: float | None) -> float | None:
-    if base is None or spec is None or spec <= 0:
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator ÷ denominator, or None when either is missing or the denominator is not positive."""
+    if numerator is None or denominator is None or denominator <= 0:
         return None
-    return base / spec
+    return numerator / denominator
 
 
 def paired_speedup(spec: SimSummary, base: SimSummary) -> PairedSpeedup:
@@ -224,14 +226,14 @@ def paired_speedup(spec: SimSummary, base: SimSummary) -> PairedSpeedup:
         throughput=spec.output_tokens_per_s / base.output_tokens_per_s
         if base.output_tokens_per_s > 0
         else float("nan"),
-        tpot_mean=_ratio(base.tpot_ms.mean, spec.tpot_ms.mean),
-        ttft_p50=_ratio(base.ttft_ms.p50, spec.ttft_ms.p50),
-        ttft_p99=_ratio(base.ttft_ms.p99, spec.ttft_ms.p99),
-        e2e_p50=_ratio(base.e2e_ms.p50, spec.e2e_ms.p50),
-        e2e_p99=_ratio(base.e2e_ms.p99, spec.e2e_ms.p99),
-        itl_per_token_mean=_ratio(base.itl_per_token_ms.mean, spec.itl_per_token_ms.mean),
-        itl_per_token_p50=_ratio(base.itl_per_token_ms.p50, spec.itl_per_token_ms.p50),
-        itl_per_token_p99=_ratio(base.itl_per_token_ms.p99, spec.itl_per_token_ms.p99),
-        itl_per_chunk_p50=_ratio(base.itl_per_chunk_ms.p50, spec.itl_per_chunk_ms.p50),
-        itl_per_chunk_p99=_ratio(base.itl_per_chunk_ms.p99, spec.itl_per_chunk_ms.p99),
+        tpot_mean=ratio(base.tpot_ms.mean, spec.tpot_ms.mean),
+        ttft_p50=ratio(base.ttft_ms.p50, spec.ttft_ms.p50),
+        ttft_p99=ratio(base.ttft_ms.p99, spec.ttft_ms.p99),
+        e2e_p50=ratio(base.e2e_ms.p50, spec.e2e_ms.p50),
+        e2e_p99=ratio(base.e2e_ms.p99, spec.e2e_ms.p99),
+        itl_per_token_mean=ratio(base.itl_per_token_ms.mean, spec.itl_per_token_ms.mean),
+        itl_per_token_p50=ratio(base.itl_per_token_ms.p50, spec.itl_per_token_ms.p50),
+        itl_per_token_p99=ratio(base.itl_per_token_ms.p99, spec.itl_per_token_ms.p99),
+        itl_per_chunk_p50=ratio(base.itl_per_chunk_ms.p50, spec.itl_per_chunk_ms.p50),
+        itl_per_chunk_p99=ratio(base.itl_per_chunk_ms.p99, spec.itl_per_chunk_ms.p99),
     )
