@@ -87,6 +87,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
 model_app = typer.Typer(
     help="Closed forms (no hardware needed): speedup, break-even α, α for a target, optimal K, "
@@ -876,11 +877,13 @@ def twin_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False,
 ) -> None:
-    """An OpenAI-compatible endpoint that behaves like vLLM serving MODEL on GPU, with or without
-    speculative decoding: step timing from the simulator, acceptance from α, vLLM's /metrics names.
+    """A vLLM-like OpenAI endpoint on the simulator, with or without speculative decoding.
 
-    A request's class is its `alphagate_class` body field, else the suffix of `model` ("NAME:CLASS").
+    Step timing comes from the simulator's roofline model for MODEL on GPU, acceptance from α,
+    and /metrics uses vLLM's metric names. A request's class is its `alphagate_class` body field,
+    else the suffix of `model` ("NAME:CLASS"), else drawn by the class shares.
     """
+
     from aiohttp import web
 
     _check_deployment_flags(dtype, kv_dtype, method)
