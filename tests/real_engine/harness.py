@@ -1,0 +1,128 @@
+"""Start and stop the real vLLM CPU build on 127.0.0.1 with the tiny locally built models."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = Path(os.environ.get("ALPHAGATE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
+MODEL_CACHE = (
+    Path(os.environ.get("ALPHAGATE_CACHE", Path.home() / ".cache" / "alphagate")) / "tiny-models"
+)
+SPEC_LINE = re.compile(
+    r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class VllmServer:
+    url: str
+    name: str
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    def log_offset(self) -> int:
+        return self.log.stat().st_size
+
+    def spec_log_totals(self, since: int) -> tuple[int, int, int]:
+        """(lines, accepted, drafted) summed over SpecDecoding log lines written after ``since``."""
+        with self.log.open("rb") as fh:
+            fh.seek(since)
+            text = fh.read().decode("utf-8", "replace")
+        lines = SPEC_LINE.findall(text)
+        return len(lines), sum(int(a) for _, a, _ in lines), sum(int(d) for _, _, d in lines)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    cache = REPO / ".cache" / "vllm"
+    cache.mkdir(parents=True, exist_ok=True)
+    env.update(
+        VLLM_CPU_KVCACHE_SPACE="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1",
+        VLLM_CACHE_ROOT=str(cache),
+        VLLM_LOGGING_LEVEL="INFO",
+    )
+    iomp = VLLM_PYTHON.parent.parent / "lib" / "libiomp5.so"
+    if iomp.exists():
+        env["LD_PRELOAD"] = str(iomp)
+    return env
+
+
+@contextmanager
+def vllm_server(
+    model: Path, name: str, spec: dict[str, object] | None, logdir: Path, timeout_s: float = 300.0
+) -> Iterator[VllmServer]:
+    """A vLLM OpenAI server for ``model`` (optionally speculative); always stopped on exit."""
+    port = free_port()
+    cmd = [
+        str(VLLM_PYTHON),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        name,
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "1024",
+        "--max-num-seqs",
+        "8",
+        "--enforce-eager",
+        "--seed",
+        "0",
+    ]
+    if spec is not None:
+        cmd += ["--speculative-config", json.dumps(spec)]
+    log = logdir / f"vllm-{name}.log"
+    fh = log.open("wb")
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env())
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM ({name}) exited with {proc.returncode}; see {log}:\n{log.read_text()[-3000:]}"
+                )
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"vLLM ({name}) not healthy after {timeout_s:.0f} s; see {log}")
+            time.sleep(1.0)
+        yield VllmServer(url, name, log, proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        fh.close()
