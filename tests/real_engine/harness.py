@@ -70,7 +70,12 @@ def _env() -> dict[str, str]:
 
 @contextmanager
 def vllm_server(
-    model: Path, name: str, spec: dict[str, object] | None, logdir: Path, timeout_s: float = 300.0
+    model: Path,
+    name: str,
+    spec: dict[str, object] | None,
+    logdir: Path,
+    timeout_s: float = 300.0,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     """A vLLM OpenAI server for ``model`` (optionally speculative); always stopped on exit."""
     port = free_port()
@@ -98,6 +103,7 @@ def vllm_server(
     ]
     if spec is not None:
         cmd += ["--speculative-config", json.dumps(spec)]
+    cmd += list(extra_args)
     log = logdir / f"vllm-{name}.log"
     fh = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env())
