@@ -35,6 +35,7 @@ pytest: $(VENV)/.dev
 	$(PY) -m pytest -q
 
 test: lint typecheck pytest
+	@if [ "$$ALPHAGATE_SKIP_VLLM" = "1" ]; then echo "ALPHAGATE_SKIP_VLLM=1: real-engine tier skipped"; else $(MAKE) test-vllm; fi
 
 # The real-engine tier: vLLM's CPU build in its own virtualenv (it pins torch 2.13.0+cpu; the
 # CUDA torchvision/torchaudio/torchcodec it pulls break transformers, so they are removed), the
