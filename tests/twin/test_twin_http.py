@@ -110,6 +110,10 @@ def test_bad_requests_get_openai_style_400(
     assert status == 400
     err = json.loads(text)["error"]
     assert err["type"] == "BadRequestError" and err["code"] == 400 and err["param"] == param
+    if body == {"prompt": "x", "max_tokens": 0}:
+        assert err["message"].startswith(
+            "max_tokens must be at least 1, got 0."
+        )  # vLLM 0.32's words
 
 
 def test_api_key_and_unknown_model() -> None:

@@ -114,6 +114,14 @@ async def _parse(
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
+        if first["type"] == "greater_than_equal" and loc in ("max_tokens", "max_completion_tokens"):
+            # vLLM's own wording for this one (checked against the 0.32 CPU build)
+            return _error(
+                400,
+                f"{loc} must be at least 1, got {first['input']}. (parameter={loc}, value={first['input']})",
+                "BadRequestError",
+                loc,
+            )
         return _error(400, f"{loc}: {first['msg']}", "BadRequestError", loc)
 
 
@@ -137,7 +145,12 @@ async def _handle(request: web.Request, kind: Literal["completion", "chat"]) -> 
         and body.model != cfg.served_model_name
         and not body.model.startswith(cfg.served_model_name + ":")
     ):
-        return _error(404, f"The model `{body.model}` does not exist.", "NotFoundError", "model")
+        return _error(
+            404,
+            f"The model `{body.model}` does not exist. Valid aliases: {cfg.served_model_name}.",
+            "NotFoundError",
+            "model",
+        )
     max_tokens = (
         body.max_completion_tokens
         if isinstance(body, ChatBody) and body.max_completion_tokens
@@ -201,6 +214,7 @@ async def _stream(
                     "delta": delta,
                     "logprobs": None,
                     "finish_reason": chunk.finish_reason,
+                    "stop_reason": None,
                 }
             else:
                 choice = {
@@ -208,6 +222,7 @@ async def _stream(
                     "text": chunk.text,
                     "logprobs": None,
                     "finish_reason": chunk.finish_reason,
+                    "stop_reason": None,
                 }
             first = False
             payload: dict[str, Any] = {
