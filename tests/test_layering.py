@@ -18,9 +18,9 @@ FORBIDDEN = [
 ]
 
 
-def test_theory_imports_no_torch_or_http() -> None:
+def test_theory_and_sim_import_no_torch_or_http() -> None:
     code = (
-        "import sys, alphagate.theory, alphagate.specs; "
+        "import sys, alphagate.theory, alphagate.specs, alphagate.sim.sweep, alphagate.sim.closed_loop; "
         f"bad = [m for m in {FORBIDDEN!r} if m in sys.modules]; "
         "print(','.join(bad))"
     )
