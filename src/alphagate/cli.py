@@ -1054,8 +1054,9 @@ def bench_cmd(
     )
     out_dir = out or Path("results") / time.strftime("bench-%Y%m%d-%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
-    for p in problems:
-        console.print(f"[yellow]skipped:[/yellow] {p}", highlight=False) if not as_json else None
+    if not as_json:
+        for p in problems:
+            console.print(f"[yellow]skipped:[/yellow] {p}", highlight=False)
     summary, interrupted = _run_bench(cfg, prompts, out_dir, quiet=as_json)
     summary["dataset_problems"] = problems
     summary["interrupted"] = interrupted

@@ -203,6 +203,7 @@ async def _stream(
     try:
         await resp.prepare(request)
         first = True
+        delivered = 0  # tokens sent so far (the queue may already hold later chunks)
         while True:
             chunk = await req.queue.get()
             if kind == "chat":
@@ -234,10 +235,9 @@ async def _stream(
             }
             if cfg.emit_send_time:
                 payload["alphagate_sent_s"] = time.time()
+            delivered += chunk.tokens
             if opts.include_usage and opts.continuous_usage_stats:
-                payload["usage"] = _usage(
-                    prompt_tokens, req.generated if chunk.finish_reason else _sent(req, chunk)
-                )
+                payload["usage"] = _usage(prompt_tokens, delivered)
             await resp.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
             if chunk.finish_reason is not None:
                 break
@@ -259,12 +259,6 @@ async def _stream(
         engine.cancel(req)
         raise
     return resp
-
-
-def _sent(req: TwinRequest, chunk: Any) -> int:
-    """Tokens delivered up to and including ``chunk`` (the queue may already hold later ones)."""
-    pending = sum(c.tokens for c in req.queue._queue)  # type: ignore[attr-defined]
-    return req.generated - pending
 
 
 async def _whole(
