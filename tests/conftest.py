@@ -39,5 +39,7 @@ def cli() -> Cli:
 def cost_8b() -> StepCostModel:
     """Llama-3.1-8B BF16 on one H100 with an EAGLE-3 head, a small prefill budget."""
     return build_cost_model(
-        resolve_deployment(DeploymentConfig(model="llama-3.1-8b", max_num_batched_tokens=512))
+        resolve_deployment(
+            DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", max_num_batched_tokens=512)
+        )
     )

@@ -47,6 +47,8 @@ def test_faults_are_counted_and_completed_records_kept(cli: Cli, tmp_path: Path)
             "--timeout",
             "0.5",
             "--no-metrics",
+            "--max-error-rate",
+            "1",
             "--out",
             str(tmp_path / "out"),
             "--json",
@@ -88,7 +90,8 @@ def test_connection_refused_is_a_failure_not_a_crash(cli: Cli, tmp_path: Path) -
         str(tmp_path),
         "--json",
     )
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # every request failed: a run that measured nothing
+    assert "every request failed (3/3)" in r.stderr and "Traceback" not in r.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["levels"][0]["overall"]["failed_by_type"] == {"connection_refused": 3}
 
@@ -125,7 +128,9 @@ def test_cancellation_keeps_every_completed_record(tmp_path: Path) -> None:
 
 
 def test_counter_reset_mid_run(tmp_path: Path) -> None:
-    cfg = TwinConfig(deployment=DeploymentConfig(model="llama-3.1-8b"), k=3, time_scale=0.0)
+    cfg = TwinConfig(
+        deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"), k=3, time_scale=0.0
+    )
 
     async def go(url: str, engine) -> None:  # type: ignore[no-untyped-def]
         async with aiohttp.ClientSession() as session:

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from alphagate import theory
+from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import build_cost_model
 from alphagate.sim.engine import Scenario
 from alphagate.sim.run import run_paired
-from alphagate.sim.sweep import unconditional_table
-from alphagate.sim.workload import ClosedLoop, FixedLength, RequestSet, SimClass
-from alphagate.specs import DeploymentConfig, resolve_deployment
+from alphagate.sim.workload import ClosedLoop, RequestSet, unconditional_table
+from alphagate.specs import DeploymentConfig, WorkloadConfig, resolve_deployment
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import twin
@@ -29,12 +29,12 @@ def _bench(cli: Cli, tmp_path: Path, *args: str) -> dict:  # type: ignore[type-a
     return json.loads((tmp_path / "summary.json").read_text())
 
 
-def test_bench_recovers_rho_tau_within_95_ci(cli: Cli, tmp_path: Path) -> None:
+def test_bench_recovers_rho_tau_within_sampling_error(cli: Cli, tmp_path: Path) -> None:
     alpha, k = 0.6, 4
     cfg = TwinConfig(
-        deployment=DeploymentConfig(model="llama-3.1-8b"),
+        deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"),
         k=k,
-        classes=(SimClass(name="a", share=1.0, alpha=alpha),),
+        workload=WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=alpha),)),
         time_scale=0.0,
         seed=3,
     )
@@ -56,7 +56,9 @@ def test_bench_recovers_rho_tau_within_95_ci(cli: Cli, tmp_path: Path) -> None:
     surv = np.concatenate([[1.0], np.cumprod([alpha] * k)])  # P(e ≥ j), e = accepted + 1
     mean_e = surv.sum()
     var_e = ((2 * np.arange(1, k + 2) - 1) * surv).sum() - mean_e**2
-    half = 1.96 * math.sqrt(var_e / drafts)  # 95% CI half-width for τ from the counts
+    # 4.5 standard errors (two-sided ~7e-6): a bound no change of random-number order breaks,
+    # where a 1.96σ (95%) bound fails one seed in twenty by construction
+    half = 4.5 * math.sqrt(var_e / drafts)
     assert abs(a["mean_acceptance_length"] - mean_e) < half
     assert abs(a["draft_acceptance_rate"] - (mean_e - 1) / k) < half / k
     assert a["implied_alpha_iid"] == pytest.approx(alpha, abs=0.05)
@@ -95,9 +97,10 @@ def test_timing_agrees_with_the_twins_step_schedule(cli: Cli, tmp_path: Path) ->
 
 def test_ab_speedup_matches_the_simulator(cli: Cli, tmp_path: Path) -> None:
     users, n, out_len, in_len, alpha, k = 8, 48, 64, 128, 0.7, 3
-    cls = (SimClass(name="a", share=1.0, alpha=alpha),)
-    base_cfg = TwinConfig(deployment=DEP_70B, k=0, classes=cls, time_scale=1.0, seed=2)
-    cand_cfg = TwinConfig(deployment=DEP_70B, k=k, classes=cls, time_scale=1.0, seed=2)
+    cls = (TrafficClass(name="a", share=1.0, alpha=alpha),)
+    wl = WorkloadConfig(classes=cls)
+    base_cfg = TwinConfig(deployment=DEP_70B, workload=wl, k=0, time_scale=1.0, seed=2)
+    cand_cfg = TwinConfig(deployment=DEP_70B, workload=wl, k=k, time_scale=1.0, seed=2)
     with twin(base_cfg) as (b_url, _), twin(cand_cfg) as (c_url, _):
         s = _bench(
             cli,
@@ -113,14 +116,14 @@ def test_ab_speedup_matches_the_simulator(cli: Cli, tmp_path: Path) -> None:
             "--num-prompts",
             str(n),
         )
-    measured = s["comparisons"][0]["output_throughput"]
-    cost = build_cost_model(resolve_deployment(DEP_70B, need_kv_tokens=64 * 1024))
+    measured = s["comparisons"][0]["speedups"]["throughput_speedup"]
+    cost = build_cost_model(resolve_deployment(DEP_70B, wl))
     reqs = RequestSet(
         np.full(n, in_len), np.full(n, out_len), np.zeros(n, dtype=np.int64), np.full(n, np.nan)
     )
     sc = Scenario(k, ClosedLoop(users=users), reqs, unconditional_table(cls, k), 64)
-    predicted = run_paired(cost, sc, np.random.default_rng(0)).speedup.throughput
+    predicted = run_paired(cost, sc, np.random.default_rng(0)).speedup.throughput_speedup
     assert measured == pytest.approx(predicted, rel=0.10)
-    tpc = s["comparisons"][0]["mean_tokens_per_chunk"]
+    # lengths are fixed on both sides: synthetic out=N sets max_tokens with ignore_eos
+    tpc = s["comparisons"][0]["speedups"]["candidate_tokens_per_chunk"]
     assert tpc == pytest.approx(float(theory.expected_tokens_per_pass(alpha, k)), rel=0.1)
-    _ = FixedLength  # lengths are fixed on both sides: synthetic out=N sets max_tokens with ignore_eos

@@ -56,10 +56,9 @@ def test_random_splits(cuts: list[int]) -> None:
     assert _feed_all(parts) == EXPECTED
 
 
-def test_byte_by_byte_and_partial_flag() -> None:
+def test_byte_by_byte() -> None:
     p = SSEParser()
     out: list[SSEEvent] = []
     for b in STREAM[:-3]:
         out += p.feed(bytes([b]))
     assert out == EXPECTED[:3]
-    assert p.has_partial  # a stream cut inside the last event

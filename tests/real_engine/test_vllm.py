@@ -15,9 +15,10 @@ import aiohttp
 import pytest
 
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.records import LevelSummary, compare
+from alphagate.bench.records import LevelSummary
 from alphagate.bench.runner import BenchConfig, BenchRunner, Level
 from alphagate.measure.prom import parse_spec_counters, spec_delta
+from alphagate.sim.results import speedups
 from tests.real_engine.harness import VllmServer, run_vllm_bench, vllm_server
 
 CODE_PROMPTS = [
@@ -182,22 +183,22 @@ def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: 
         vllm_server(tiny.target, "tiny", spec, logdir) as cand,
     ):
         levels = _bench([("baseline", base.url), ("candidate", cand.url)], 1, 12, "tiny")
-    cmp = compare(levels[0], levels[1])
+    cmp = speedups(levels[1].overall, levels[0].overall)
     tpc = levels[1].overall.mean_tokens_per_chunk
     assert tpc is not None and tpc > 1.0
-    assert cmp.tpot_mean is not None
+    assert cmp.tpot_mean_speedup is not None
     _report(
         "ab/baseline-vs-ngram",
         {
             "tokens_per_chunk": tpc,
-            "tpot_speedup": cmp.tpot_mean,
-            "throughput_speedup": cmp.output_throughput,
+            "tpot_speedup": cmp.tpot_mean_speedup,
+            "throughput_speedup": cmp.throughput_speedup,
         },
     )
     # tokens arrive tpc at a time; each chunk costs at least one decode step, so TPOT cannot
     # improve by more than the tokens per chunk, and with a near-free n-gram draft it is not below
     # half of it on this CPU build
-    assert 0.5 * tpc <= cmp.tpot_mean <= 1.1 * tpc
+    assert 0.5 * tpc <= cmp.tpot_mean_speedup <= 1.1 * tpc
 
 
 def _dataset(path: Path, n: int, max_tokens: int, prompts: list[str] | None = None) -> Path:
@@ -300,16 +301,16 @@ def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_pa
 def test_vllms_client_against_the_twin(tiny: Any, tmp_path: Path) -> None:
     """vLLM's benchmark client runs against the twin and reads the twin's acceptance from /metrics."""
     from alphagate import theory
-    from alphagate.sim.workload import SimClass
-    from alphagate.specs import DeploymentConfig
+    from alphagate.core.traffic import TrafficClass
+    from alphagate.specs import DeploymentConfig, WorkloadConfig
     from alphagate.twin.background import twin_in_thread
     from alphagate.twin.config import TwinConfig
 
     alpha, k = 0.6, 3
     cfg = TwinConfig(
-        deployment=DeploymentConfig(model="llama-3.1-8b"),
+        deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"),
         k=k,
-        classes=(SimClass(name="a", share=1.0, alpha=alpha),),
+        workload=WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=alpha),)),
         served_model_name="tiny",
         time_scale=0.2,
     )

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import ForwardCost, StepCostModel
 from alphagate.sim.engine import Scenario
-from alphagate.sim.sweep import unconditional_table
-from alphagate.sim.workload import (
-    Arrivals,
-    ClosedLoop,
-    FixedLength,
-    LengthDist,
-    LognormalLength,
-    SimClass,
-    WorkloadConfig,
-    sample_requests,
-)
+from alphagate.sim.workload import Arrivals, ClosedLoop, sample_requests, unconditional_table
+from alphagate.specs.workload import FixedLength, LengthDist, LognormalLength, WorkloadConfig
 
 
 def constant_cost(draft_cost: float, max_batched: int = 1 << 30) -> StepCostModel:
@@ -41,17 +33,16 @@ def scenario(
     disable_above_batch: int | None = None,
 ) -> Scenario:
     cls = (
-        SimClass(name="c", share=1.0, alpha=alpha)
+        TrafficClass(name="c", share=1.0, alpha=alpha)
         if isinstance(alpha, float)
-        else SimClass(name="c", share=1.0, alpha_by_pos=tuple(alpha))
+        else TrafficClass(name="c", share=1.0, alpha_by_pos=tuple(alpha))
     )
     wl = WorkloadConfig(
         prompt_len=prompt or FixedLength(value=64),
         output_len=output or LognormalLength(mean=64, sigma=0.5),
         classes=(cls,),
-        num_requests=n,
     )
-    reqs = sample_requests(wl, arrivals, np.random.default_rng(seed))
+    reqs = sample_requests(wl, n, arrivals, np.random.default_rng(seed))
     return Scenario(
         k,
         arrivals,

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from alphagate import theory
+from alphagate.core.errors import SpecError
 from alphagate.specs import (
     GPU_PRESETS,
     DeploymentConfig,
     DraftModelDrafter,
-    SpecError,
+    WorkloadConfig,
+    drafter_for,
     load_gpu_spec,
     resolve_deployment,
     resolve_gpu,
@@ -21,14 +23,14 @@ from alphagate.specs import (
 
 
 def test_oracle_22_weight_read_time_70b_fp8_h100() -> None:
-    # theory.md oracle #22: 70.55e9 params, FP8, H100 3.35e12 B/s → 21.06 ms per step (±1%)
+    # 70.55e9 params, FP8, H100 3.35e12 B/s → 21.06 ms per step (±1%)
     h100 = GPU_PRESETS["h100"]
     t = theory.weight_read_seconds(70.55e9, 1.0, h100.hbm_bandwidth)
     assert t * 1e3 == pytest.approx(21.06, rel=0.01)
 
 
 def test_oracle_23_ridge_h100_bf16() -> None:
-    # theory.md oracle #23: H100 BF16 ridge 295 FLOP/B; weight GEMMs compute-bound at ≳ 295 tokens
+    # H100 BF16 ridge 989e12 / 3.35e12 = 295 FLOP/B; weight GEMMs compute-bound at ≳ 295 tokens
     h100 = GPU_PRESETS["h100"]
     assert h100.ridge_point("bf16") == pytest.approx(295, rel=0.01)
     assert theory.compute_bound_tokens(h100.bf16_flops, h100.hbm_bandwidth, 2.0) == pytest.approx(
@@ -46,7 +48,7 @@ def test_oracle_23_ridge_h100_bf16() -> None:
     [("h100", 295), ("h200", 206), ("a100-80gb", 153), ("b200", 292), ("mi300x", 247)],
 )
 def test_preset_ridges(slug: str, ridge_bf16: float) -> None:
-    # theory.md §5.2 derived ridges (B200 with the HGX 7.7 TB/s figure: 2250/7.7 = 292)
+    # dense BF16 peak ÷ HBM bandwidth from the data sheets (B200 with the HGX 7.7 TB/s: 292)
     assert GPU_PRESETS[slug].ridge_point("bf16") == pytest.approx(ridge_bf16, rel=0.01)
 
 
@@ -84,14 +86,12 @@ def test_unknown_presets_name_the_choices() -> None:
 
 def test_tp_chosen_so_70b_fp8_fits_on_h100() -> None:
     # 70.6 GB of FP8 weights leave no KV room on one 80 GB H100 → TP = 2
-    r = resolve_deployment(DeploymentConfig(weight_dtype="fp8"), need_kv_tokens=256 * 768)
+    r = resolve_deployment(DeploymentConfig(weight_dtype="fp8"), WorkloadConfig(), 256)
     assert r.tp == 2 and r.tp_was_chosen
     assert r.weight_bytes_per_gpu / 1e9 == pytest.approx(35.3, abs=0.1)
     assert "TP=2" in r.describe()
     # BF16 weights (141 GB) need TP = 4 for the same KV room
-    assert (
-        resolve_deployment(DeploymentConfig(weight_dtype="bf16"), need_kv_tokens=256 * 768).tp == 4
-    )
+    assert resolve_deployment(DeploymentConfig(weight_dtype="bf16"), WorkloadConfig(), 256).tp == 4
 
 
 def test_model_that_does_not_fit_is_a_clear_error() -> None:
@@ -123,3 +123,32 @@ def test_draft_model_and_local_config(tmp_path: Path) -> None:
     (bad / "config.json").write_text(json.dumps({**cfg, "hidden_size": "wide"}))
     with pytest.raises(SpecError, match="hidden_size"):
         resolve_model(str(bad))
+
+
+def test_one_rule_for_kv_room_and_the_largest_batch() -> None:
+    """The KV need is min(concurrency, max_num_seqs) sequences at full length; the largest batch
+    is what the KV room holds, capped by max_num_seqs — the same numbers for every verb."""
+    wl = WorkloadConfig()  # 512 + 256 tokens per sequence
+    small = DeploymentConfig(weight_dtype="fp8", max_num_seqs=64)
+    r = resolve_deployment(small, wl, 10_000)  # concurrency above max_num_seqs counts as 64
+    assert r.tp == 2
+    assert r.largest_batch(wl) == 64
+    big = resolve_deployment(DeploymentConfig(weight_dtype="fp8", tp=2), wl, 256)
+    assert big.largest_batch(wl) == min(256, big.kv_capacity_tokens // 768)
+    assert big.kv_capacity_tokens_without_draft > big.kv_capacity_tokens
+
+
+def test_drafter_for_is_the_one_dispatch() -> None:
+    assert drafter_for("eagle3").method == "eagle3"
+    assert drafter_for("ngram").method == "ngram"
+    local = drafter_for("draft_model", "llama-3.2-1b")
+    assert local.method == "draft_model" and local.model == "llama-3.2-1b"  # type: ignore[union-attr]
+    hub = drafter_for("draft_model", "meta-llama/Llama-3.2-1B-Instruct")
+    assert hub.model == "llama-3.2-1b" and hub.checkpoint == "meta-llama/Llama-3.2-1B-Instruct"  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="medusa"):
+        drafter_for("medusa")
+
+
+def test_tp_must_divide_the_heads() -> None:
+    with pytest.raises(SpecError, match="does not divide"):
+        resolve_deployment(DeploymentConfig(tp=3))

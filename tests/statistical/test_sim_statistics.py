@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 
 from alphagate import theory
-from alphagate.sim.closed_loop import accepted_counts, simulate_closed_loop
+from alphagate.sim.closed_loop import run_closed_loop
 from alphagate.sim.cost import StepCostModel
-from alphagate.sim.engine import simulate
+from alphagate.sim.engine import run_engine
+from alphagate.sim.kernel import accepted_drafts
 from alphagate.sim.results import summarize
 from alphagate.sim.run import run_paired
-from alphagate.sim.workload import ClosedLoop, FixedLength, LognormalLength, OpenLoop
+from alphagate.sim.workload import ClosedLoop, OpenLoop
+from alphagate.specs.workload import FixedLength, LognormalLength
 from tests.sim.conftest import constant_cost, scenario
 from tests.statistical.reference_sim import reference_simulate
 
@@ -51,7 +53,7 @@ def test_batch_1_constant_cost_matches_closed_form(
         output=FixedLength(value=length),
     )
     rng = np.random.default_rng(7)
-    tr = simulate_closed_loop(cost, sc, rng) if fast else simulate(cost, [sc], rng)[0]
+    tr = run_closed_loop(cost, sc, rng) if fast else run_engine(cost, sc, rng)
     decode_steps = tr.step_n_decode.sum()
     tokens_per_step = (tr.step_tokens.sum() - n) / decode_steps  # first tokens come from prefill
     mean_e, var_e = _emission_moments([alpha] * k)
@@ -64,7 +66,7 @@ def test_batch_1_constant_cost_matches_closed_form(
     predicted = float(theory.speedup(alpha, k, c, 1.0))
     prefill_bias = n * (1 + c) / float(tr.step_dt_s.sum())
     rel_se = se / mean_e
-    assert p.speedup.throughput == pytest.approx(
+    assert p.speedup.throughput_speedup == pytest.approx(
         predicted, rel=Z * rel_se + truncation_bias / mean_e + prefill_bias
     )
 
@@ -75,7 +77,7 @@ def test_realised_rho_tau_and_per_position(
 ) -> None:
     k = len(alpha_by_pos)
     sc = scenario(k, alpha_by_pos, ClosedLoop(users=32), 400)
-    s = summarize(simulate_closed_loop(cost_8b, sc, np.random.default_rng(3)))
+    s = summarize(run_closed_loop(cost_8b, sc, np.random.default_rng(3)))
     drafts = s.num_drafts
     mean_e, var_e = _emission_moments(alpha_by_pos)
     assert s.mean_acceptance_length is not None and s.draft_acceptance_rate is not None
@@ -93,7 +95,7 @@ def test_accepted_counts_distribution() -> None:
     alpha = np.array([0.9, 0.6, 0.5])
     thr = theory.unconditional_from_conditional(alpha)[None, :]
     n = 200_000
-    a = accepted_counts(rng, thr, np.zeros(n, dtype=np.int64))
+    a = accepted_drafts(rng.random(n), thr, np.zeros(n, dtype=np.int64))
     for j in range(1, 4):
         p = float(np.prod(alpha[:j]))
         assert abs((a >= j).mean() - p) < Z * math.sqrt(p * (1 - p) / n)
@@ -120,7 +122,7 @@ def test_vectorized_agrees_with_per_token_reference_closed_loop(
             output=LognormalLength(mean=48, sigma=0.5),
         )
         rng = np.random.default_rng(1000 + seed)
-        tr = simulate_closed_loop(cost_8b, sc, rng) if fast else simulate(cost_8b, [sc], rng)[0]
+        tr = run_closed_loop(cost_8b, sc, rng) if fast else run_engine(cost_8b, sc, rng)
         s = summarize(tr)
         return (
             float(np.mean(tr.finish_s - tr.arrival_s)),
@@ -181,7 +183,7 @@ def test_vectorized_agrees_with_reference_open_loop(cost_8b: StepCostModel) -> N
                 seed=3000 + seed,
             )
             return float(np.mean(np.array(res.finish) - np.array(res.arrival)))
-        tr = simulate(cost_8b, [sc], np.random.default_rng(4000 + seed))[0]
+        tr = run_engine(cost_8b, sc, np.random.default_rng(4000 + seed))
         return float(np.mean(tr.finish_s - tr.arrival_s))
 
     ref = _replications(lambda s: one(s, True), reps)
@@ -192,13 +194,16 @@ def test_vectorized_agrees_with_reference_open_loop(cost_8b: StepCostModel) -> N
 
 def test_open_loop_arrival_rate_is_not_clipped() -> None:
     """Gamma gaps with mean 1/rate: the realised rate matches within sampling error (no clipping)."""
-    from alphagate.sim.workload import WorkloadConfig, sample_requests
+    from alphagate.sim.workload import sample_requests
+    from alphagate.specs.workload import WorkloadConfig
 
     for burstiness in (0.3, 1.0, 3.0):
         n = 50_000
-        wl = WorkloadConfig(num_requests=n)
         r = sample_requests(
-            wl, OpenLoop(rate=20.0, burstiness=burstiness), np.random.default_rng(5)
+            WorkloadConfig(),
+            n,
+            OpenLoop(rate=20.0, burstiness=burstiness),
+            np.random.default_rng(5),
         )
         gaps = np.diff(r.arrival_s)
         cv = 1.0 / math.sqrt(burstiness)  # gamma gap coefficient of variation

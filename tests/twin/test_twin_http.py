@@ -10,12 +10,14 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from alphagate.sim.workload import SimClass
-from alphagate.specs import DeploymentConfig
+from alphagate.core.traffic import TrafficClass
+from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
 from tests.servers import twin
 
-FAST = TwinConfig(deployment=DeploymentConfig(model="llama-3.1-8b"), k=3, time_scale=0.0)
+FAST = TwinConfig(
+    deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"), k=3, time_scale=0.0
+)
 
 
 async def _post(
@@ -164,9 +166,11 @@ def test_spec_metrics_only_when_speculating_and_classes() -> None:
 
     cfg = FAST.model_copy(
         update={
-            "classes": (
-                SimClass(name="chat", share=0.5, alpha=1.0),
-                SimClass(name="code", share=0.5, alpha=0.0),
+            "workload": WorkloadConfig(
+                classes=(
+                    TrafficClass(name="chat", share=0.5, alpha=1.0),
+                    TrafficClass(name="code", share=0.5, alpha=0.0),
+                )
             )
         }
     )

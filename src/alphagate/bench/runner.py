@@ -14,7 +14,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import aiohttp
 import numpy as np
@@ -22,21 +22,26 @@ import orjson
 from pydantic import Field, SecretStr
 
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.records import LevelSummary, RequestRecord, stats_of
+from alphagate.bench.records import LevelSummary, RequestRecord, summarize_level
 from alphagate.bench.sse import SSEParser
+from alphagate.core.records import Frozen
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
-from alphagate.quantities import Frozen
+from alphagate.sim.workload import arrival_times
 
 __all__ = ["BenchConfig", "BenchRunner", "Level"]
 
 
 class Level(Frozen):
+    """One load level: closed-loop ``concurrency``, or open-loop ``rate`` (capped by concurrency)."""
+
     label: str
-    concurrency: int | None = None
-    rate: float | None = None
+    concurrency: int | None = Field(default=None, ge=1)
+    rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class BenchConfig(Frozen):
+    """One bench run: targets, load levels, request shape and fault limits."""
+
     targets: tuple[tuple[str, str], ...]  # (name, base URL): ("default", u) or baseline + candidate
     endpoint: Literal["completions", "chat"] = "completions"
     model: str | None = None
@@ -51,8 +56,21 @@ class BenchConfig(Frozen):
     timeout_s: float = Field(default=60.0, gt=0)
     metrics_urls: tuple[str, ...] | None = None  # None: <target>/metrics
     scrape_metrics: bool = True
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     send_class: bool = True
+    max_errors: int | None = Field(default=None, ge=1, description="stop the run after N failures")
+    max_error_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="stop when failures ÷ requests exceed this"
+    )
+    max_duration_s: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="stop sending after this many seconds in all",
+    )
+
+    #: requests a level must have finished before the error rate can stop it
+    MIN_REQUESTS_FOR_RATE: ClassVar[int] = 20
 
 
 def _headers(cfg: BenchConfig) -> dict[str, str]:
@@ -73,28 +91,88 @@ class BenchRunner:
         *,
         sink: Callable[[RequestRecord], None] | None = None,
         on_record: Callable[[RequestRecord], None] | None = None,
+        run_id: str = "run",
     ) -> None:
         self.cfg = cfg
+        self.run_id = run_id
         self.prompts = prompts
         self.session = session
         self.sink = sink
         self.on_record = on_record
         self._ids = itertools.count()
         self.records: list[RequestRecord] = []
+        self.levels: list[LevelSummary] = []  # summaries of the levels that finished
+        self.stop_reason: str | None = None  # set when a limit ends the run early
         self.model: str | None = cfg.model
         self._t0 = time.perf_counter()
+        self._errors = 0
+        self._level_n = self._level_err = 0
 
     # ---------------------------------------------------------------- run
     async def run(self) -> list[LevelSummary]:
-        out: list[LevelSummary] = []
+        """Every level against every target, in order; each summary lands in ``self.levels``.
+
+        A limit (``max_errors``, ``max_error_rate``, ``max_duration_s``) stops the run cleanly:
+        no new request is sent, requests in flight finish, and ``stop_reason`` says why.
+        """
         for level in self.cfg.levels:
             for name, url in self.cfg.targets:
-                out.append(await self.run_level(name, url, level))
+                if self.stop_reason is not None:
+                    return self.levels
+                self.levels.append(await self.run_level(name, url, level))
+        return self.levels
+
+    def stop(self, reason: str) -> None:
+        """Send no more requests; the first reason given is kept."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    @property
+    def stopping(self) -> bool:
+        limit = self.cfg.max_duration_s
+        if (
+            self.stop_reason is None
+            and limit is not None
+            and time.perf_counter() - self._t0 > limit
+        ):
+            self.stop(f"max duration {limit:g} s reached")
+        return self.stop_reason is not None
+
+    def _check_limits(self, rec: RequestRecord, level_records: int, level_errors: int) -> None:
+        cfg = self.cfg
+        if rec.ok:
+            return
+        self._errors += 1
+        if cfg.max_errors is not None and self._errors >= cfg.max_errors:
+            self.stop(f"{self._errors} failed requests (--max-errors {cfg.max_errors})")
+        if (
+            cfg.max_error_rate is not None
+            and level_records >= cfg.MIN_REQUESTS_FOR_RATE
+            and level_errors / level_records > cfg.max_error_rate
+        ):
+            self.stop(
+                f"error rate {level_errors}/{level_records} above --max-error-rate {cfg.max_error_rate:g}"
+            )
+
+    def unfinished_levels(self) -> list[LevelSummary]:
+        """Summaries of levels that started but did not finish (an interrupted run)."""
+        done = {(lv.target, lv.level) for lv in self.levels}
+        out = []
+        for level in self.cfg.levels:
+            for name, url in self.cfg.targets:
+                recs = [r for r in self.records if r.target == name and r.level == level.label]
+                if recs and (name, level.label) not in done:
+                    out.append(
+                        summarize_level(
+                            name, url, level.label, level.concurrency, level.rate, recs, None
+                        )
+                    )
         return out
 
     async def run_level(self, target: str, url: str, level: Level) -> LevelSummary:
         if self.model is None:
             self.model = await self._first_model(url)
+        self._level_n = self._level_err = 0
         metrics_urls = list(self.cfg.metrics_urls or (url.rstrip("/") + "/metrics",))
         before = await self._scrape(metrics_urls) if self.cfg.scrape_metrics else None
         start = len(self.records)
@@ -108,16 +186,8 @@ class BenchRunner:
             after = await self._scrape(metrics_urls)
             if after is not None and any(c.present for c in after) and len(after) == len(before):
                 acceptance = spec_delta(before, after)
-        classes = sorted({r.cls for r in recs if r.cls is not None})
-        return LevelSummary(
-            target=target,
-            url=url,
-            level=level.label,
-            concurrency=level.concurrency,
-            rate=level.rate,
-            overall=stats_of(recs),
-            classes={c: stats_of(r for r in recs if r.cls == c) for c in classes},
-            acceptance=acceptance,
+        return summarize_level(
+            target, url, level.label, level.concurrency, level.rate, recs, acceptance
         )
 
     async def _first_model(self, url: str) -> str | None:
@@ -154,7 +224,7 @@ class BenchRunner:
 
         async def worker() -> None:
             for i, p in work:
-                if deadline is not None and time.perf_counter() > deadline:
+                if self.stopping or (deadline is not None and time.perf_counter() > deadline):
                     return
                 await self._request(target, url, level, i, p)
 
@@ -163,9 +233,7 @@ class BenchRunner:
     async def _open_loop(self, target: str, url: str, level: Level) -> None:
         assert level.rate is not None
         rng = np.random.default_rng(self.cfg.seed)
-        b = self.cfg.burstiness
-        gaps = rng.gamma(b, 1.0 / (level.rate * b), size=len(self.prompts))
-        schedule = np.cumsum(gaps) - gaps[0]  # precomputed arrival times, never clipped
+        schedule = arrival_times(rng, len(self.prompts), level.rate, self.cfg.burstiness)
         sem = asyncio.Semaphore(level.concurrency) if level.concurrency else None
         start = time.perf_counter()
         tasks = []
@@ -175,6 +243,8 @@ class BenchRunner:
             delay = start + t - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            if self.stopping:
+                break
             tasks.append(asyncio.create_task(self._bounded(sem, target, url, level, i, p)))
         await asyncio.gather(*tasks)
 
@@ -214,8 +284,14 @@ class BenchRunner:
     async def _request(self, target: str, url: str, level: Level, index: int, p: Prompt) -> None:
         rec = await self.one(target, url, level.label, index, p)
         self.records.append(rec)
+        self._level_n += 1
+        self._level_err += 0 if rec.ok else 1
+        self._check_limits(rec, self._level_n, self._level_err)
         if self.sink is not None:
-            self.sink(rec)
+            try:
+                self.sink(rec)
+            except OSError as exc:  # a full disk: keep what was written, stop cleanly
+                self.stop(f"cannot write the records file: {exc.strerror or exc}")
         if self.on_record is not None:
             self.on_record(rec)
 
@@ -288,6 +364,7 @@ class BenchRunner:
         tokens, source = state.chunk_tokens()
         end = state.last_s
         return RequestRecord(
+            run_id=self.run_id,
             id=next(self._ids),
             target=target,
             level=level,

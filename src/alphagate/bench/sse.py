@@ -97,8 +97,3 @@ class SSEParser:
         elif field == "id":
             self._id = value
         return None
-
-    @property
-    def has_partial(self) -> bool:
-        """True when bytes of an unfinished event are buffered (a stream cut mid-event)."""
-        return bool(self._buf) or self._has_field

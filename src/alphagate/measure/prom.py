@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from alphagate.quantities import Frozen
+from alphagate.core.records import Frozen
 from alphagate.theory.acceptance import (
     alpha_from_draft_acceptance_rate,
     conditional_from_unconditional,

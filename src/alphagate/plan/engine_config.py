@@ -1,22 +1,31 @@
 """Engine configuration for a rollout: vLLM ``--speculative-config`` JSON, the batch-size schedule
-for K, and SGLang flags — field names exactly as in shared/references/engines.md §1 and §4.1.
+for K, and SGLang flags.
+
+Field names are vLLM's ``SpeculativeConfig`` (``vllm/config/speculative.py``): ``method``,
+``model``, ``num_speculative_tokens``, ``draft_tensor_parallel_size``, ``prompt_lookup_min`` /
+``prompt_lookup_max`` (n-gram) and ``num_speculative_tokens_per_batch_size`` (a list of inclusive
+``[start, end, K]`` batch-size ranges, validated as ``vllm/v1/spec_decode/dynamic/utils.py`` does).
+SGLang flags are ``sglang.launch_server``'s ``--speculative-*`` (docs: speculative_decoding.md).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from alphagate.specs.deployment import DrafterConfig, NgramDrafter
+
 __all__ = [
     "DEFAULT_DRAFTS",
     "VLLM_SPEC_FIELDS",
     "ScheduleError",
     "compress_schedule",
+    "default_draft",
     "sglang_flags",
     "validate_schedule",
     "vllm_speculative_config",
 ]
 
-#: Keys alphagate may emit inside vLLM's speculative_config (all documented in engines.md §1.3/1.5).
+#: Keys alphagate may emit inside vLLM's speculative_config (``vllm/config/speculative.py``).
 VLLM_SPEC_FIELDS: Final[frozenset[str]] = frozenset(
     {
         "method",
@@ -29,7 +38,7 @@ VLLM_SPEC_FIELDS: Final[frozenset[str]] = frozenset(
     }
 )
 
-#: Public draft checkpoints for the presets (engines.md §1.4, §5); a user's --draft wins.
+#: Public draft checkpoints for the presets (their model cards); a user's --draft wins.
 DEFAULT_DRAFTS: Final[dict[tuple[str, str], str]] = {
     ("eagle3", "llama-3.1-8b"): "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
     ("eagle3", "llama-3.3-70b"): "nebius/EAGLE3-Llama-3.3-70B-Instruct",
@@ -37,6 +46,11 @@ DEFAULT_DRAFTS: Final[dict[tuple[str, str], str]] = {
     ("draft_model", "llama-3.1-8b"): "meta-llama/Llama-3.2-1B-Instruct",
     ("draft_model", "llama-3.3-70b"): "meta-llama/Llama-3.2-1B-Instruct",
 }
+
+
+def default_draft(method: str, model: str) -> str | None:
+    """The public draft checkpoint for a preset target, if one is known."""
+    return DEFAULT_DRAFTS.get((method, model.lower()))
 
 
 class ScheduleError(ValueError):
@@ -76,20 +90,21 @@ def validate_schedule(schedule: list[list[int]], num_speculative_tokens: int) ->
 
 
 def vllm_speculative_config(
-    method: str,
+    drafter: DrafterConfig,
     draft: str | None,
     k: int,
     tp: int,
     schedule: list[list[int]] | None = None,
 ) -> dict[str, Any]:
     """The ``--speculative-config`` object for vLLM."""
+    method = drafter.method
     cfg: dict[str, Any] = {"method": method}
     if method in ("eagle3", "eagle", "draft_model"):
         cfg["model"] = draft or "<path-or-repo-of-the-draft>"
     cfg["num_speculative_tokens"] = k
-    if method == "ngram":
-        cfg["prompt_lookup_max"] = 4
-        cfg["prompt_lookup_min"] = 2
+    if isinstance(drafter, NgramDrafter):
+        cfg["prompt_lookup_max"] = drafter.prompt_lookup_max
+        cfg["prompt_lookup_min"] = drafter.prompt_lookup_min
     if tp > 1 and method in ("eagle3", "eagle", "draft_model"):
         cfg["draft_tensor_parallel_size"] = tp
     if schedule is not None:
@@ -98,16 +113,19 @@ def vllm_speculative_config(
     return cfg
 
 
-def sglang_flags(method: str, draft: str | None, k: int) -> list[str]:
+_SGLANG_ALGORITHM: Final[dict[str, str]] = {
+    "eagle3": "EAGLE3",
+    "eagle": "EAGLE",
+    "draft_model": "STANDALONE",
+    "ngram": "NGRAM",
+    "mtp": "NEXTN",
+}
+
+
+def sglang_flags(drafter: DrafterConfig, draft: str | None, k: int) -> list[str]:
     """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1)."""
-    algo = {
-        "eagle3": "EAGLE3",
-        "eagle": "EAGLE",
-        "draft_model": "STANDALONE",
-        "ngram": "NGRAM",
-        "mtp": "NEXTN",
-    }[method]
-    flags = ["--speculative-algorithm", algo]
+    method = drafter.method
+    flags = ["--speculative-algorithm", _SGLANG_ALGORITHM[method]]
     if method in ("eagle3", "eagle", "draft_model"):
         flags += ["--speculative-draft-model-path", draft or "<path-or-repo-of-the-draft>"]
     flags += [

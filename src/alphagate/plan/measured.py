@@ -1,13 +1,17 @@
-"""Measured acceptance for ``alphagate plan --alpha-from``: α per class from a results file.
+"""Measured acceptance for ``alphagate plan --alpha-from``: α per class, or one overall figure.
 
 Accepted inputs (all JSON):
 
-- an alphagate results file with ``classes``: ``{"chat": {"alpha": 0.71}, "code":
-  {"draft_acceptance_rate": 0.31, "k": 5}}`` (α wins; otherwise ρ with K is inverted);
+- an alphagate results file with per-class figures, ``"classes": {"chat": {"alpha": 0.71},
+  "code": {"draft_acceptance_rate": 0.31, "k": 5}}`` (α wins; otherwise ρ with K is inverted);
+- an ``alphagate bench`` ``summary.json``, read back through
+  :class:`~alphagate.bench.records.BenchResult`: the acceptance of the level with the most drafts.
+  The server's counters cover all the traffic of the run, so this is one *overall* figure;
 - a ``vllm bench serve --save-result`` file with ``spec_decode_acceptance_rate`` (percent) and
-  ``spec_decode_per_position_acceptance_rates`` (K = their count): one α for all traffic;
-- an ``alphagate bench`` ``summary.json`` (schema ``alphagate.bench/v1``): the acceptance of the
-  level with the most drafts (server-wide counters, so one α for all traffic).
+  ``spec_decode_per_position_acceptance_rates`` (K = their count): one overall figure.
+
+A per-class figure applies to its class. An overall figure applies to every class only when the
+user asks for it (``--alpha-overall``), and is labelled so.
 """
 
 from __future__ import annotations
@@ -17,73 +21,126 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from alphagate import theory
+from alphagate.core.errors import ConfigError
+from alphagate.core.records import Frozen
+from alphagate.core.traffic import TrafficClass
 
-__all__ = ["MeasuredError", "load_measured_alphas"]
-
-OVERALL = "*"
+__all__ = ["Measurement", "apply_measurement", "load_measurement"]
 
 
-class MeasuredError(ValueError):
-    """The file cannot be read as a measurement; the message says what is missing and where."""
+class Measurement(Frozen):
+    """α per class and/or one overall α read from a file."""
+
+    source: str
+    per_class: dict[str, float]
+    overall: float | None
 
 
 def _alpha_from_entry(entry: dict[str, Any], where: str, k_default: int | None) -> float:
-    if "alpha" in entry and entry["alpha"] is not None:
+    if entry.get("alpha") is not None:
         a = float(entry["alpha"])
-    elif "draft_acceptance_rate" in entry:
+    elif entry.get("draft_acceptance_rate") is not None:
         k = entry.get("k", k_default)
-        if not isinstance(k, int) or k < 1:
-            raise MeasuredError(
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError(
                 f"{where}: draft_acceptance_rate needs an integer 'k' (drafts per step)"
             )
         a = float(theory.alpha_from_draft_acceptance_rate(float(entry["draft_acceptance_rate"]), k))
     else:
-        raise MeasuredError(f"{where}: needs 'alpha' or 'draft_acceptance_rate' with 'k'")
+        raise ConfigError(f"{where}: needs 'alpha' or 'draft_acceptance_rate' with 'k'")
     if math.isnan(a) or not 0.0 <= a <= 1.0:
-        raise MeasuredError(f"{where}: acceptance outside [0, 1]")
+        raise ConfigError(f"{where}: acceptance outside [0, 1]")
     return a
 
 
-def load_measured_alphas(path: str | Path, k: int | None = None) -> dict[str, float]:
-    """Class name → measured α; the key ``"*"`` holds one α for all classes."""
+def _from_bench(data: dict[str, Any], p: Path) -> float:
+    from alphagate.bench.records import BenchResult
+
+    try:
+        result = BenchResult.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{p}: not a valid bench summary ({where}: {first['msg']})") from None
+    measured = [
+        lv.acceptance
+        for lv in result.levels
+        if lv.acceptance is not None and lv.acceptance.num_drafts > 0
+    ]
+    if not measured:
+        raise ConfigError(f"{p}: no level of this bench summary saw speculative-decoding counters")
+    best = max(measured, key=lambda a: a.num_drafts)
+    if best.draft_acceptance_rate is None or best.k is None:
+        raise ConfigError(f"{p}: the measured level has no draft acceptance rate")
+    return _alpha_from_entry(
+        {"draft_acceptance_rate": best.draft_acceptance_rate, "k": best.k}, str(p), None
+    )
+
+
+def load_measurement(path: str | Path, k: int | None = None) -> Measurement:
+    """Read a measurement file; raises :class:`ConfigError` naming the file and what is missing."""
     p = Path(path)
-    if not p.exists():
-        raise MeasuredError(f"measurement file not found: {p}")
+    if not p.is_file():
+        raise ConfigError(f"measurement file not found (or not a file): {p}")
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a UTF-8 text file") from None
     except json.JSONDecodeError as exc:
-        raise MeasuredError(f"{p}: not valid JSON ({exc})") from None
+        raise ConfigError(f"{p}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise MeasuredError(f"{p}: expected a JSON object")
+        raise ConfigError(f"{p}: expected a JSON object")
     if isinstance(data.get("classes"), dict):
-        return {
+        per = {
             str(name): _alpha_from_entry(entry, f"{p}: classes.{name}", k)
             for name, entry in data["classes"].items()
             if isinstance(entry, dict)
         }
+        return Measurement(source=p.name, per_class=per, overall=None)
+    if data.get("verb") == "bench":
+        return Measurement(source=p.name, per_class={}, overall=_from_bench(data, p))
     if data.get("schema") == "alphagate.bench/v1":
-        measured = [
-            lv["acceptance"]
-            for lv in data.get("levels", [])
-            if isinstance(lv, dict) and lv.get("acceptance")
-        ]
-        measured = [a for a in measured if a.get("num_drafts")]
-        if not measured:
-            raise MeasuredError(
-                f"{p}: no level of this bench summary saw speculative-decoding counters"
-            )
-        best = max(measured, key=lambda a: a["num_drafts"])
-        return {
-            OVERALL: _alpha_from_entry(
-                {"draft_acceptance_rate": best["draft_acceptance_rate"], "k": best["k"]}, str(p), k
-            )
-        }
+        raise ConfigError(
+            f"{p}: a summary from an older alphagate (alphagate.bench/v1); re-run bench"
+        )
     if "spec_decode_acceptance_rate" in data:
         per_pos = data.get("spec_decode_per_position_acceptance_rates") or []
         kk = len(per_pos) or k
         rho = float(data["spec_decode_acceptance_rate"]) / 100.0
-        return {OVERALL: _alpha_from_entry({"draft_acceptance_rate": rho, "k": kk}, str(p), kk)}
-    raise MeasuredError(
-        f"{p}: no 'classes' object and no 'spec_decode_acceptance_rate' (vllm bench serve) found"
+        a = _alpha_from_entry({"draft_acceptance_rate": rho, "k": kk}, str(p), kk)
+        return Measurement(source=p.name, per_class={}, overall=a)
+    raise ConfigError(
+        f"{p}: no per-class 'classes' object, no alphagate bench summary and no "
+        "'spec_decode_acceptance_rate' (vllm bench serve) found"
     )
+
+
+def apply_measurement(
+    classes: tuple[TrafficClass, ...], m: Measurement, *, overall: bool
+) -> tuple[TrafficClass, ...]:
+    """Fill the classes that have no α from ``m``; an α typed on the command line stays."""
+    missing = [c.name for c in classes if not c.has_alpha and c.name not in m.per_class]
+    if m.overall is not None and missing and not overall:
+        raise ConfigError(
+            f"{m.source} holds one overall α ({m.overall:.3f}, from server-wide counters), not a "
+            f"figure per class; pass --alpha-overall to apply it to {', '.join(missing)}"
+        )
+    out = []
+    for c in classes:
+        if c.has_alpha:
+            out.append(c)
+        elif c.name in m.per_class:
+            out.append(
+                c.model_copy(
+                    update={"alpha": m.per_class[c.name], "source": f"measured ({m.source})"}
+                )
+            )
+        elif m.overall is not None and overall:
+            src = f"measured overall ({m.source}), applied to every class"
+            out.append(c.model_copy(update={"alpha": m.overall, "source": src}))
+        else:
+            out.append(c)
+    return tuple(out)

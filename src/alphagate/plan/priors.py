@@ -1,11 +1,18 @@
 """Documented prior ranges of the conditional acceptance α, per drafting method and traffic kind.
 
 These stand in for a measurement until Stage 2 of the rollout measures α on real traffic; every
-plan that uses one says so. Sources: the lesson (EAGLE-3 on general chat 0.6–0.8, a general head
-on domain traffic 0.4–0.6, classic draft models 0.3–0.5, EAGLE-1 0.5–0.6), the EAGLE-3 paper's
-chain-equivalent acceptance (theory.md §9: τ 5.6–6.1 at depth 8 ↔ α ≈ 0.88–0.90 at T = 0, lower at
-T = 1), vLLM PR #24344 for n-gram on code edits (per-position 0.81 → 0.66 on blazedit, low on
-open chat), and published MTP acceptance (first-position ≈ 0.8–0.9).
+plan that uses one says so. Sources:
+
+- EAGLE-3 (Li et al. 2025, arXiv 2503.01840): τ 5.6–6.1 at tree depth 8 on chat benchmarks,
+  a chain-equivalent α ≈ 0.88–0.90 at temperature 0 and lower at temperature 1; heads measured with
+  proper rejection sampling at T = 1 (HF card nebius/EAGLE3-Llama-3.3-70B-Instruct) give τ 2.8–3.9
+  at K = 7 on MT-bench, α ≈ 0.6–0.75 — hence 0.6–0.8 for a general head on chat and 0.4–0.6 for a
+  general head on domain or code traffic it was not trained on;
+- EAGLE-1 (Li et al. 2024, arXiv 2401.15077) and vLLM PR #16035: τ 1.9–2.1 at K = 2–4 on MT-bench;
+- classic draft models: Leviathan et al. 2023 Table 3 (α 0.6–0.8 for same-family drafts, much lower
+  across families), and vLLM users' reports of 0.3–0.5 for small general drafts;
+- n-gram: vLLM PR #24344 (per-position 0.81 → 0.66 on code edits, blazedit; low on open chat);
+- MTP: published first-position acceptance of native MTP modules ≈ 0.8–0.9.
 """
 
 from __future__ import annotations

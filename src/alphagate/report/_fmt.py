@@ -1,8 +1,11 @@
-"""Number formatting shared by the renderers."""
+"""Number formatting shared by the renderers: one unit convention (SI bytes), one loss marker."""
 
 from __future__ import annotations
 
-__all__ = ["fmt_alpha", "fmt_bytes", "fmt_count", "fmt_x"]
+__all__ = ["LOSS", "fmt_alpha", "fmt_bytes", "fmt_count", "fmt_ms", "fmt_x", "fmt_x_marked"]
+
+#: Marks a net loss in text, so that pipes and NO_COLOR terminals see it too.
+LOSS = "✗"
 
 
 def fmt_alpha(x: float | None, digits: int = 3) -> str:
@@ -11,20 +14,32 @@ def fmt_alpha(x: float | None, digits: int = 3) -> str:
 
 
 def fmt_x(x: float | None, digits: int = 2) -> str:
-    """A speedup ratio with a trailing ×."""
+    """A ratio with a trailing ×."""
     return "—" if x is None else f"{x:.{digits}f}×"
 
 
+def fmt_x_marked(x: float | None, digits: int = 2) -> str:
+    """A speedup: red and marked ✗ when below 1 (a net loss)."""
+    if x is None:
+        return "—"
+    s = f"{x:.{digits}f}×"
+    return f"[red]{s} {LOSS}[/red]" if x < 1.0 else s
+
+
+def fmt_ms(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
 def fmt_bytes(n: float) -> str:
-    """Binary-prefixed bytes (KiB, MiB, GiB)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """Bytes in SI units (kB, MB, GB), as GPU memory and bandwidth are quoted."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
     return f"{n:.0f} B"
 
 
 def fmt_count(n: float) -> str:
-    """A parameter count with an SI suffix (M, B)."""
+    """A parameter count with an SI suffix (K, M, B)."""
     for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= size:
             return f"{n / size:.3f} {unit}"

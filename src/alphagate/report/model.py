@@ -6,17 +6,18 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from alphagate.closed_form import (
+from alphagate.report._fmt import LOSS, fmt_alpha, fmt_bytes, fmt_count, fmt_x
+from alphagate.report._tables import add_columns, new_table
+from alphagate.specs.memory import MemoryAnswer
+from alphagate.theory.answers import (
     BlendAnswer,
     BreakevenAnswer,
     ConvertAnswer,
-    MemoryAnswer,
     OptimalKAnswer,
     RequiredAnswer,
     SpeedupAnswer,
     TableAnswer,
 )
-from alphagate.report._fmt import fmt_alpha, fmt_bytes, fmt_count, fmt_x
 
 __all__ = [
     "render_blend",
@@ -32,10 +33,10 @@ __all__ = [
 
 
 def _kv(title: str, rows: list[tuple[str, str, str]]) -> Table:
-    t = Table(title=title, show_header=True, header_style="bold")
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
-    t.add_column("note", style="dim")
+    t = new_table(title)
+    t.add_column("quantity", overflow="fold")
+    t.add_column("value", justify="right", overflow="fold")
+    t.add_column("note", style="dim", overflow="fold")
     for r in rows:
         t.add_row(*r)
     return t
@@ -70,7 +71,7 @@ def render_speedup(a: SpeedupAnswer) -> RenderableType:
                 "throughput ratio when FLOP-bound",
             ),
             (
-                "linear 1+K·α  (APPROX.)",
+                "linear 1+K·α (APPROX.)",
                 f"{a.linear_expected_tokens:.4f}",
                 f"overstates E ×{a.linear_overestimate_ratio:.3f}",
             ),
@@ -107,9 +108,12 @@ def render_required(a: RequiredAnswer) -> RenderableType:
 
 
 def render_optimal_k(a: OptimalKAnswer) -> RenderableType:
-    t = Table(title=f"Speedup by K at α={a.alpha:g}, c={a.draft_cost:g}, v={a.verify_cost:g}")
-    t.add_column("K", justify="right")
-    t.add_column("speedup", justify="right")
+    t = add_columns(
+        new_table(f"Speedup by K at α={a.alpha:g}, c={a.draft_cost:g}, v={a.verify_cost:g}"),
+        "K",
+        "speedup",
+        left=0,
+    )
     for i, s in enumerate(a.speedup_by_k, start=1):
         style = "bold green" if i == a.k else None
         t.add_row(str(i), fmt_x(s, 3), style=style)
@@ -122,9 +126,16 @@ def render_optimal_k(a: OptimalKAnswer) -> RenderableType:
 
 
 def render_blend(a: BlendAnswer) -> RenderableType:
-    t = Table(title=f"Traffic blend, {_costs(a.k, a.draft_cost, a.verify_cost)}")
-    for col in ("class", "token share", "α", "E", "speedup", "time share", "net win"):
-        t.add_column(col, justify="left" if col == "class" else "right")
+    t = add_columns(
+        new_table(f"Traffic blend, {_costs(a.k, a.draft_cost, a.verify_cost)}"),
+        "class",
+        "token share",
+        "α",
+        "E",
+        "speedup",
+        "time share",
+        "net win",
+    )
     for r in a.classes:
         t.add_row(
             r.name,
@@ -133,7 +144,7 @@ def render_blend(a: BlendAnswer) -> RenderableType:
             f"{r.expected_tokens_per_pass:.3f}",
             fmt_x(r.speedup, 3),
             f"{r.time_share:.3f}",
-            "yes" if r.net_win else "[red]no[/red]",
+            "yes" if r.net_win else f"[red]no {LOSS}[/red]",
         )
     summary = _kv(
         "Blended (time per token, not averaged α)",
@@ -143,7 +154,7 @@ def render_blend(a: BlendAnswer) -> RenderableType:
             ("naive mean α", f"{a.naive_mean_alpha:.4f}", "Σ share_i · α_i — do not use"),
             ("speedup at naive α", fmt_x(a.naive_speedup, 3), "what averaging α would claim"),
             ("α break-even", fmt_alpha(a.alpha_breakeven, 4), "S = 1"),
-            ("net win", "yes" if a.net_win else "no", ""),
+            ("net win", "yes" if a.net_win else f"[red]no {LOSS}[/red]", ""),
         ],
     )
     return Group(t, summary)
@@ -163,9 +174,16 @@ def render_convert(a: ConvertAnswer) -> RenderableType:
 
 
 def render_memory(a: MemoryAnswer) -> RenderableType:
-    t = Table(title=f"Memory ({a.dtype} weights)")
-    for col in ("model", "kind", "params", "weights", "KV / token", "KV layers"):
-        t.add_column(col, justify="left" if col in ("model", "kind") else "right")
+    t = add_columns(
+        new_table(f"Memory ({a.weight_dtype} weights, {a.kv_dtype} KV cache)"),
+        "model",
+        "kind",
+        "params",
+        "weights",
+        "KV / token",
+        "KV layers",
+        left=2,
+    )
     for fp in (a.target, a.draft):
         t.add_row(
             fp.name,
@@ -193,12 +211,14 @@ def render_memory(a: MemoryAnswer) -> RenderableType:
 def render_table(a: TableAnswer, show_linear: bool = False) -> RenderableType:
     parts: list[RenderableType] = []
     for vi, v in enumerate(a.verify_costs):
-        t = Table(title=f"Speedup (exact), draft cost c={a.draft_cost:g}, verify cost v={v:g}")
-        t.add_column("K", justify="right")
-        for al in a.alphas:
-            t.add_column(f"α={al:g}", justify="right")
-        t.add_column("α break-even", justify="right", style="bold")
-        t.add_column("linear α_be", justify="right", style="dim")
+        t = add_columns(
+            new_table(f"Speedup (exact), draft cost c={a.draft_cost:g}, verify cost v={v:g}"),
+            "K",
+            *(f"α={al:g}" for al in a.alphas),
+            "α_be",
+            "linear α_be",
+            left=0,
+        )
         for ki, k in enumerate(a.ks):
             cells = []
             for ai in range(len(a.alphas)):
@@ -206,7 +226,7 @@ def render_table(a: TableAnswer, show_linear: bool = False) -> RenderableType:
                 cell = f"{s:.2f}"
                 if show_linear:
                     cell += f" [dim]({a.linear_speedup[vi][ki][ai]:.2f})[/dim]"
-                cells.append(f"[red]{cell}[/red]" if s < 1.0 else cell)
+                cells.append(f"[red]{cell}{LOSS}[/red]" if s < 1.0 else cell)
             t.add_row(
                 str(k),
                 *cells,
@@ -214,10 +234,11 @@ def render_table(a: TableAnswer, show_linear: bool = False) -> RenderableType:
                 fmt_alpha(a.alpha_breakeven_linear[vi][ki]),
             )
         parts.append(t)
+    parts.append(Text(f"{LOSS} = net loss (speedup below 1×)", style="dim"))
     if show_linear:
         parts.append(
             Text(
-                "(in parentheses: the lesson's linear estimate (1+K·α)/(1+overhead) — an approximation)",
+                "(in parentheses: the linear estimate (1+K·α)/(1+overhead) — an approximation)",
                 style="dim",
             )
         )
@@ -225,11 +246,13 @@ def render_table(a: TableAnswer, show_linear: bool = False) -> RenderableType:
 
 
 def render_linear_gap(a: TableAnswer) -> RenderableType:
-    """How far the lesson's 1 + K·α is from the exact E(α, K): the overestimate ratio."""
-    t = Table(title="Linear approximation 1+K·α ÷ exact E(α,K)  (1.00 = exact)")
-    t.add_column("K", justify="right")
-    for al in a.alphas:
-        t.add_column(f"α={al:g}", justify="right")
+    """How far the linear 1 + K·α is from the exact E(α, K): the overestimate ratio."""
+    t = add_columns(
+        new_table("Linear approximation 1+K·α ÷ exact E(α,K)  (1.00 = exact)"),
+        "K",
+        *(f"α={al:g}" for al in a.alphas),
+        left=0,
+    )
     for ki, k in enumerate(a.ks):
         cells = []
         for ai in range(len(a.alphas)):

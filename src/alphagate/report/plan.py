@@ -1,22 +1,23 @@
-"""Markdown rendering of a rollout :class:`~alphagate.plan.build.Plan` (jinja2 template)."""
+"""Renderings of a rollout :class:`~alphagate.plan.records.Plan`: markdown for the file (a Jinja2
+template beside this module) and a compact console view that reads at 80 columns."""
 
 from __future__ import annotations
 
 import json
 
 import jinja2
+from rich.console import Group, RenderableType
+from rich.text import Text
 
-from alphagate.plan.build import Plan
+from alphagate.plan.records import Plan
+from alphagate.report._fmt import LOSS, fmt_bytes, fmt_x, fmt_x_marked
+from alphagate.report._tables import add_columns, new_table
 
-__all__ = ["render_plan_markdown"]
+__all__ = ["render_plan_console", "render_plan_markdown"]
 
 
 def _a2(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
-
-
-def _x2(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}×"
 
 
 def _f1(x: float | None) -> str:
@@ -33,20 +34,21 @@ def _cross(x: float | None, search_max: int) -> str:
 
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("alphagate.plan", "templates"),
+        loader=jinja2.PackageLoader("alphagate.report", "templates"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
     env.filters.update(
         a2=_a2,
-        x2=_x2,
+        f3=lambda x: f"{x:.3f}",
+        x2=fmt_x,
         f1=_f1,
         g=lambda x: f"{x:g}",
         cross=_cross,
         count=lambda n: f"{n / 1e9:.3f} B" if n >= 1e9 else f"{n / 1e6:.1f} M",
-        gb=lambda b: f"{b / 1e9:.2f} GB",
-        kib=lambda b: f"{b / 1024:.0f} KiB",
+        gb=fmt_bytes,
+        kb=fmt_bytes,
         int_commas=lambda n: f"{int(n):,}",
         tojson=lambda o: json.dumps(o),
     )
@@ -54,5 +56,94 @@ def _env() -> jinja2.Environment:
 
 
 def render_plan_markdown(plan: Plan) -> str:
-    """The rollout plan as markdown."""
+    """The rollout plan as markdown (the file ``--out`` writes)."""
     return _env().get_template("plan.md.j2").render(p=plan)
+
+
+def _rows_table(p: Plan) -> RenderableType:
+    t = add_columns(
+        new_table("Predicted per concurrency (paired simulation; K = what the policy runs)"),
+        "C",
+        "K",
+        "speedup",
+        f"K={p.fixed_k}",
+        "P50 ms off→on",
+        "P99 ms off→on",
+        "α_be",
+        left=0,
+    )
+    for r in p.rows:
+        worse = r.itl_p99_on_ms > r.itl_p99_off_ms and r.k > 0
+        p99 = f"{r.itl_p99_off_ms:.1f}→{r.itl_p99_on_ms:.1f}"
+        t.add_row(
+            str(r.concurrency),
+            str(r.k),
+            fmt_x_marked(r.throughput_speedup),
+            fmt_x_marked(r.fixed_k_speedup),
+            f"{r.itl_p50_off_ms:.1f}→{r.itl_p50_on_ms:.1f}",
+            f"[red]{p99} {LOSS}[/red]" if worse else p99,
+            _a2(r.alpha_breakeven),
+        )
+    return t
+
+
+def _classes_table(p: Plan) -> RenderableType:
+    peak = p.peak_concurrency != p.concurrency
+    t = add_columns(
+        new_table("Traffic classes"),
+        "class",
+        "share",
+        "α",
+        "from",
+        "gate α",
+        "clears",
+        f"@{p.concurrency}",
+        *([f"@{p.peak_concurrency}"] if peak else []),
+    )
+    for c in p.classes:
+        t.add_row(
+            c.name,
+            f"{c.share:.2f}",
+            c.alpha_label,
+            c.alpha_source,
+            _a2(c.alpha_gate),
+            "off" if c.alpha_gate is None else "yes" if c.clears_gate else f"[red]no {LOSS}[/red]",
+            fmt_x_marked(c.speedup_target),
+            *([fmt_x_marked(c.speedup_peak)] if peak else []),
+        )
+    return t
+
+
+def render_plan_console(p: Plan) -> RenderableType:
+    """The decision at a glance: verdict, policy, gate, tables and Stage 1 (the file has it all)."""
+    color = {"go": "green", "no-go": "red"}.get(p.verdict, "yellow")
+    parts: list[RenderableType] = [
+        Text(p.deployment, style="dim"),
+        Text.assemble(("Verdict: ", "bold"), (p.verdict.upper(), f"bold {color}")),
+        Text(p.reason + "."),
+    ]
+    for c in p.change_verdict:
+        parts.append(Text(f"  • {c}"))
+    parts.append(Text.assemble(("Policy: ", "bold"), p.policy))
+    if p.gate is not None:
+        g = p.gate
+        parts.append(
+            Text.assemble(
+                ("Gate: ", "bold"),
+                f"ρ ≥ {g.draft_acceptance_rate_min:.3f} (α ≥ {g.alpha_min:.2f}, τ ≥ "
+                f"{g.mean_acceptance_length_min:.2f}) at concurrency {g.concurrency}, K={g.k}",
+            )
+        )
+    parts += [_rows_table(p), _classes_table(p)]
+    stage1 = next((s for s in p.stages if s.number == 1), None)
+    if stage1 is not None:
+        parts.append(Text(f"Stage 1 — {stage1.title}: {stage1.goal}", style="bold"))
+        parts += [Text(cmd, overflow="fold") for cmd in stage1.commands]
+    parts.append(
+        Text(
+            f"{LOSS} = net loss, or a P99 worse than without speculation. Stages 0–5, memory, "
+            "risks and the P99 playbook are in the markdown plan (--out).",
+            style="dim",
+        )
+    )
+    return Group(*parts)

@@ -19,7 +19,7 @@ def _series(r: SweepResult, k: int, mix: str, attr: str) -> tuple[list[float], l
     for c in r.cells:
         if c.k == k and c.mix == mix:
             value = (
-                c.speedup.throughput
+                c.speedup.throughput_speedup
                 if attr == "speedup"
                 else getattr(c.spec.itl_per_token_ms, attr)
             )

@@ -11,7 +11,7 @@ So the simulator builds every user's timeline round by round (round r = every us
 requests are dealt to users round-robin), as array code over ``[users, steps]``, and only then
 aggregates the batch composition of each step (decoding sequences, Σ context, prefill tokens) and
 prices all steps with one vectorized call of the step-time model. Wall-clock times follow from a
-cumulative sum. Results are statistically the same as :func:`alphagate.sim.engine.simulate`, which
+cumulative sum. Results are statistically the same as :func:`alphagate.sim.engine.run_engine`, which
 steps the batch one step at a time and also covers open loop, think time, queueing, prefill-budget
 contention and batch-size policies; ``tests/statistical`` checks the two against each other.
 """
@@ -23,13 +23,19 @@ import numpy.typing as npt
 
 from alphagate.sim.cost import StepCostModel
 from alphagate.sim.engine import RunTrace, Scenario
+from alphagate.sim.kernel import (
+    acceptance_histogram,
+    accepted_drafts,
+    accepted_per_position,
+    prefill_chunks,
+)
 from alphagate.sim.workload import ClosedLoop
 from alphagate.theory.acceptance import expected_tokens_per_pass
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-__all__ = ["fast_path_applies", "simulate_closed_loop"]
+__all__ = ["fast_path_applies", "run_closed_loop"]
 
 
 def fast_path_applies(sc: Scenario) -> bool:
@@ -41,22 +47,6 @@ def fast_path_applies(sc: Scenario) -> bool:
         and arr.users <= sc.max_num_seqs
         and (sc.disable_above_batch is None or sc.disable_above_batch >= arr.users)
     )
-
-
-def accepted_counts(rng: np.random.Generator, thr_table: FloatArray, cls: IntArray) -> IntArray:
-    """Accepted drafts per speculative step: ``a = #{j : U < P(a ≥ j)}`` with one uniform each.
-
-    ``thr_table``: [n_classes, K], decreasing along K; ``cls``: class per draw, shape [n].
-    Exact for i.i.d. and per-position α (the thresholds are Π_{i≤j} α_i).
-    """
-    u = rng.random(cls.size)
-    out = np.empty(cls.size, dtype=np.int64)
-    k = thr_table.shape[1]
-    for c in range(thr_table.shape[0]):
-        sel = cls == c
-        ascending = thr_table[c, ::-1]
-        out[sel] = k - np.searchsorted(ascending, u[sel], side="right")
-    return out
 
 
 def _decode_plan(
@@ -78,7 +68,7 @@ def _decode_plan(
         seg_len = np.ceil(nd / e_min * margin).astype(np.int64) + 4
         starts = np.cumsum(seg_len) - seg_len
         seg = np.repeat(np.arange(todo.size), seg_len)
-        acc = accepted_counts(rng, thr_table, cls[todo][seg])
+        acc = accepted_drafts(rng.random(seg.size), thr_table, cls[todo][seg])
         g = np.cumsum(acc + 1)
         g_start = np.where(starts > 0, g[starts - 1], 0)
         pos = np.searchsorted(g, g_start + nd, side="left")
@@ -99,7 +89,7 @@ def _decode_plan(
     return req, local, acc, emit, before
 
 
-def simulate_closed_loop(
+def run_closed_loop(
     cost: StepCostModel, sc: Scenario, rng: np.random.Generator, *, record_chunks: bool = False
 ) -> RunTrace:
     """Simulate one closed-loop scenario (see :func:`fast_path_applies`) in step space."""
@@ -125,7 +115,8 @@ def simulate_closed_loop(
         n_dec = need
 
     # 2. each user's timeline: requests dealt round-robin, back to back
-    n_pre = -(-req.prompt_len // budget)  # prefill steps (ceil)
+    p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, budget)
+    n_pre = np.bincount(p_req, minlength=n)  # prefill steps per request
     duration = n_pre + n_dec  # steps from admission to finish, inclusive
     rounds = -(-n // users)
     grid = np.zeros(rounds * users, dtype=np.int64)
@@ -138,10 +129,6 @@ def simulate_closed_loop(
     width = k + 2
 
     # 3. batch composition per step
-    p_req = np.repeat(np.arange(n), n_pre)
-    p_chunk = np.arange(p_req.size) - np.repeat(np.cumsum(n_pre) - n_pre, n_pre)
-    p_ctx = p_chunk * budget
-    p_tok = np.minimum(budget, req.prompt_len[p_req] - p_ctx)
     p_step = start[p_req] + p_chunk
     pf_tok = np.bincount(p_step, weights=p_tok, minlength=m)
     pf_ctx = np.bincount(p_step, weights=p_ctx, minlength=m)
@@ -183,8 +170,7 @@ def simulate_closed_loop(
     end = np.cumsum(dt)
     tokens = (dec_tokens + np.bincount(first, minlength=m)).astype(np.int64)
     if k > 0 and d_acc is not None:
-        a_hist = np.bincount(d_acc, minlength=k + 1)
-        per_pos = np.array([a_hist[j + 1 :].sum() for j in range(k)], dtype=np.int64)
+        per_pos = accepted_per_position(acceptance_histogram(d_acc, k))
         drafts, accepted = int(d_acc.size), int(d_acc.sum())
     else:
         per_pos = np.zeros(0, dtype=np.int64)

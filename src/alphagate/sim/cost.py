@@ -1,7 +1,8 @@
 """Roofline step-time model for one engine step of a continuous-batching server.
 
-Per forward pass over ``T`` new tokens of a batch whose sequences have contexts ``S_i``
-(shared/references/theory.md §5.1; LLM-Viewer sums per-operator roofline times the same way):
+Per forward pass over ``T`` new tokens of a batch whose sequences have contexts ``S_i`` (the
+roofline of Williams et al. 2009; LLM-Viewer, arXiv 2402.16363, sums per-operator times the same
+way; parameter and KV byte counts come from :mod:`alphagate.theory.memory`):
 
     linear  = max(weight_bytes / BW_eff,  2·N_matmul·T / F_eff(weight dtype))
     attn    = max((Σ S_i + T)·kv_bytes / BW_eff,  4·L·n_heads·head_dim·Σ t_i·S_i / F_eff(bf16))
@@ -26,16 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.quantities import TransformerShape
-from alphagate.specs.deployment import (
-    DraftModelDrafter,
-    Eagle3Drafter,
-    EagleDrafter,
-    MtpDrafter,
-    NgramDrafter,
-    ResolvedDeployment,
-)
-from alphagate.theory.memory import BYTES_PER_PARAM, decoder_layer_params
+from alphagate.core.shapes import TransformerShape
+from alphagate.specs.deployment import NgramDrafter, ResolvedDeployment
+from alphagate.theory.memory import BYTES_PER_PARAM, Footprint
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -148,91 +142,46 @@ class StepCostModel:
 
 
 def _forward(
-    *,
-    matmul_params: float,
+    footprint: Footprint,
     shape: TransformerShape,
-    kv_layers: int,
     resolved: ResolvedDeployment,
     fixed_s: float,
-    comm_layers: int,
 ) -> ForwardCost:
+    """Roofline constants of one model's forward from its footprint (theory.memory's counts)."""
     cfg, gpu, tp = resolved.config, resolved.gpu, resolved.tp
-    b_w = BYTES_PER_PARAM[cfg.weight_dtype]
-    b_kv = BYTES_PER_PARAM[cfg.kv_dtype]
-    h = shape.hidden_size
+    layers = footprint.layers_with_kv
     ring = 2.0 * (tp - 1) / tp
     return ForwardCost(
-        weight_bytes=matmul_params * b_w / tp,
-        gemm_flops_per_token=2.0 * matmul_params / tp,
-        kv_bytes_per_token=2.0 * kv_layers * shape.num_key_value_heads * shape.head_dim * b_kv / tp,
-        attn_flops_per_pair=4.0 * kv_layers * shape.num_attention_heads * shape.head_dim / tp,
+        weight_bytes=footprint.streamed_params * BYTES_PER_PARAM[cfg.weight_dtype] / tp,
+        gemm_flops_per_token=2.0 * footprint.streamed_params / tp,
+        kv_bytes_per_token=footprint.kv_bytes_per_token / tp,
+        attn_flops_per_pair=4.0 * layers * shape.num_attention_heads * shape.head_dim / tp,
         bandwidth=gpu.hbm_bandwidth * gpu.bw_efficiency,
         gemm_flops=gpu.peak_flops(cfg.weight_dtype) * gpu.compute_efficiency,
         attn_flops=gpu.bf16_flops * gpu.compute_efficiency,
-        comm_s_per_token=(2.0 * comm_layers * ring * h * 2.0 / gpu.interconnect_bandwidth)
+        comm_s_per_token=(
+            2.0 * layers * ring * shape.hidden_size * 2.0 / gpu.interconnect_bandwidth
+        )
         if tp > 1
         else 0.0,
-        comm_s_fixed=(2.0 * comm_layers * gpu.allreduce_latency_s) if tp > 1 else 0.0,
+        comm_s_fixed=(2.0 * layers * gpu.allreduce_latency_s) if tp > 1 else 0.0,
         fixed_s=fixed_s,
-    )
-
-
-def _matmul_params(shape: TransformerShape) -> float:
-    """Weights a forward pass streams: every layer plus the LM head (embedding lookup is a gather)."""
-    return float(
-        shape.num_hidden_layers * decoder_layer_params(shape) + shape.vocab_size * shape.hidden_size
     )
 
 
 def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
     """Step-time model for a resolved deployment and its drafter."""
-    cfg, target = resolved.config, resolved.target
-    target_cost = _forward(
-        matmul_params=_matmul_params(target),
-        shape=target,
-        kv_layers=target.num_hidden_layers,
-        resolved=resolved,
-        fixed_s=0.0,
-        comm_layers=target.num_hidden_layers,
-    )
+    cfg = resolved.config
+    target_cost = _forward(resolved.target_footprint, resolved.target, resolved, 0.0)
     d = cfg.drafter
     draft: ForwardCost | None = None
     host = 0.0
-    h = target.hidden_size
     if isinstance(d, NgramDrafter):
         host = d.cpu_cost_ms * 1e-3
-    elif isinstance(d, DraftModelDrafter):
-        assert resolved.draft_shape is not None
-        ds = resolved.draft_shape
-        draft = _forward(
-            matmul_params=_matmul_params(ds),
-            shape=ds,
-            kv_layers=ds.num_hidden_layers,
-            resolved=resolved,
-            fixed_s=d.forward_overhead_ms * 1e-3,
-            comm_layers=ds.num_hidden_layers,
-        )
-    else:
-        if isinstance(d, Eagle3Drafter):
-            # fc 3h→h, one layer with 2h-wide q/k/v, LM head over the draft vocabulary
-            params = (
-                3 * h * h
-                + decoder_layer_params(target, attn_input_width=2 * h)
-                + d.draft_vocab_size * h
-            )
-        elif isinstance(d, EagleDrafter | MtpDrafter):
-            # fc 2h→h, one layer, and the target's full LM head (shared weights, read again)
-            params = 2 * h * h + decoder_layer_params(target) + target.vocab_size * h
-        else:  # pragma: no cover - exhaustive over the union
-            raise TypeError(f"unknown drafter {d!r}")
-        draft = _forward(
-            matmul_params=float(params),
-            shape=target,
-            kv_layers=1,
-            resolved=resolved,
-            fixed_s=d.forward_overhead_ms * 1e-3,
-            comm_layers=1,
-        )
+    elif resolved.draft_footprint is not None:
+        # a draft model has its own shape; EAGLE heads and MTP modules have the target's width
+        shape = resolved.draft_shape or resolved.target
+        draft = _forward(resolved.draft_footprint, shape, resolved, d.forward_overhead_ms * 1e-3)
     return StepCostModel(
         target=target_cost,
         draft=draft,

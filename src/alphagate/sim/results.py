@@ -1,6 +1,6 @@
 """Summaries of simulator traces: throughput, latency distributions, realised acceptance, speedups.
 
-Latency accounting follows DESIGN.md: a chunk may carry several tokens, so both **ITL per chunk**
+A streamed chunk may carry several tokens, so both **ITL per chunk**
 (the gap before each streamed chunk; what ``vllm bench serve`` reports) and **ITL per token** (the
 chunk gap ÷ tokens in the chunk, one sample per token) are reported; TPOT = (E2E − TTFT) ÷
 (output tokens − 1). Realised acceptance uses vLLM's counter semantics: ρ = accepted ÷ drafted,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.quantities import Frozen
+from alphagate.core.records import Frozen
 from alphagate.sim.engine import RunTrace
 from alphagate.sim.workload import ClosedLoop
 from alphagate.theory.acceptance import conditional_from_unconditional
@@ -23,10 +23,11 @@ __all__ = [
     "CDF_LEVELS",
     "PERCENTILES",
     "Distribution",
-    "PairedSpeedup",
+    "LatencyStats",
     "SimSummary",
-    "paired_speedup",
+    "Speedups",
     "ratio",
+    "speedups",
     "summarize",
     "weighted_quantiles",
 ]
@@ -81,7 +82,19 @@ class Distribution(Frozen):
         )
 
 
-class SimSummary(Frozen):
+class LatencyStats(Frozen):
+    """Throughput and latency of one run: what a simulator summary and a bench level share."""
+
+    output_tokens_per_s: float
+    mean_tokens_per_chunk: float | None
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    itl_per_chunk_ms: Distribution
+    itl_per_token_ms: Distribution
+    e2e_ms: Distribution
+
+
+class SimSummary(LatencyStats):
     """Aggregate result of one simulated scenario."""
 
     label: str
@@ -90,15 +103,8 @@ class SimSummary(Frozen):
     completed: int
     duration_s: float
     output_tokens: int
-    output_tokens_per_s: float
     request_throughput: float
     mean_batch: float
-    mean_tokens_per_chunk: float
-    ttft_ms: Distribution
-    e2e_ms: Distribution
-    tpot_ms: Distribution
-    itl_per_chunk_ms: Distribution
-    itl_per_token_ms: Distribution
     step_ms: Distribution
     num_drafts: int
     num_draft_tokens: int
@@ -175,7 +181,7 @@ def summarize(trace: RunTrace) -> SimSummary:
         output_tokens_per_s=tput,
         request_throughput=float(done.sum() / duration) if duration > 0 else 0.0,
         mean_batch=float((trace.step_n_running * dt).sum() / dt.sum()) if dt.sum() > 0 else 0.0,
-        mean_tokens_per_chunk=float(tok_w.sum() / chunk_w.sum()) if chunk_w.sum() > 0 else 0.0,
+        mean_tokens_per_chunk=float(tok_w.sum() / chunk_w.sum()) if chunk_w.sum() > 0 else None,
         ttft_ms=Distribution.of(ttft[done]),
         e2e_ms=Distribution.of(e2e[done]),
         tpot_ms=Distribution.of(tpot[multi]),
@@ -195,23 +201,26 @@ def summarize(trace: RunTrace) -> SimSummary:
     )
 
 
-class PairedSpeedup(Frozen):
-    """Speculative run ÷ its no-speculation twin (same seed, arrivals and lengths).
+class Speedups(Frozen):
+    """How many times better the candidate (speculative) run is than the baseline, per metric.
 
-    Throughput: spec ÷ baseline. Latencies: baseline ÷ spec, so > 1 always means "speculation helps".
+    Throughput: candidate ÷ baseline. Latencies: baseline ÷ candidate. So > 1 always means
+    "speculation helps" and < 1 "speculation hurts" (a 0.88× P99 ITL speedup is a 1.14× higher
+    P99). None where either side has no samples.
     """
 
-    throughput: float
-    tpot_mean: float | None
-    ttft_p50: float | None
-    ttft_p99: float | None
-    e2e_p50: float | None
-    e2e_p99: float | None
-    itl_per_token_mean: float | None
-    itl_per_token_p50: float | None
-    itl_per_token_p99: float | None
-    itl_per_chunk_p50: float | None
-    itl_per_chunk_p99: float | None
+    throughput_speedup: float | None
+    tpot_mean_speedup: float | None
+    ttft_p50_speedup: float | None
+    ttft_p99_speedup: float | None
+    e2e_p50_speedup: float | None
+    e2e_p99_speedup: float | None
+    itl_per_token_mean_speedup: float | None
+    itl_per_token_p50_speedup: float | None
+    itl_per_token_p99_speedup: float | None
+    itl_per_chunk_p50_speedup: float | None
+    itl_per_chunk_p99_speedup: float | None
+    candidate_tokens_per_chunk: float | None
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -221,19 +230,20 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def paired_speedup(spec: SimSummary, base: SimSummary) -> PairedSpeedup:
-    return PairedSpeedup(
-        throughput=spec.output_tokens_per_s / base.output_tokens_per_s
-        if base.output_tokens_per_s > 0
-        else float("nan"),
-        tpot_mean=ratio(base.tpot_ms.mean, spec.tpot_ms.mean),
-        ttft_p50=ratio(base.ttft_ms.p50, spec.ttft_ms.p50),
-        ttft_p99=ratio(base.ttft_ms.p99, spec.ttft_ms.p99),
-        e2e_p50=ratio(base.e2e_ms.p50, spec.e2e_ms.p50),
-        e2e_p99=ratio(base.e2e_ms.p99, spec.e2e_ms.p99),
-        itl_per_token_mean=ratio(base.itl_per_token_ms.mean, spec.itl_per_token_ms.mean),
-        itl_per_token_p50=ratio(base.itl_per_token_ms.p50, spec.itl_per_token_ms.p50),
-        itl_per_token_p99=ratio(base.itl_per_token_ms.p99, spec.itl_per_token_ms.p99),
-        itl_per_chunk_p50=ratio(base.itl_per_chunk_ms.p50, spec.itl_per_chunk_ms.p50),
-        itl_per_chunk_p99=ratio(base.itl_per_chunk_ms.p99, spec.itl_per_chunk_ms.p99),
+def speedups(candidate: LatencyStats, baseline: LatencyStats) -> Speedups:
+    """Candidate vs baseline on every shared metric (see :class:`Speedups`)."""
+    c, b = candidate, baseline
+    return Speedups(
+        throughput_speedup=ratio(c.output_tokens_per_s, b.output_tokens_per_s),
+        tpot_mean_speedup=ratio(b.tpot_ms.mean, c.tpot_ms.mean),
+        ttft_p50_speedup=ratio(b.ttft_ms.p50, c.ttft_ms.p50),
+        ttft_p99_speedup=ratio(b.ttft_ms.p99, c.ttft_ms.p99),
+        e2e_p50_speedup=ratio(b.e2e_ms.p50, c.e2e_ms.p50),
+        e2e_p99_speedup=ratio(b.e2e_ms.p99, c.e2e_ms.p99),
+        itl_per_token_mean_speedup=ratio(b.itl_per_token_ms.mean, c.itl_per_token_ms.mean),
+        itl_per_token_p50_speedup=ratio(b.itl_per_token_ms.p50, c.itl_per_token_ms.p50),
+        itl_per_token_p99_speedup=ratio(b.itl_per_token_ms.p99, c.itl_per_token_ms.p99),
+        itl_per_chunk_p50_speedup=ratio(b.itl_per_chunk_ms.p50, c.itl_per_chunk_ms.p50),
+        itl_per_chunk_p99_speedup=ratio(b.itl_per_chunk_ms.p99, c.itl_per_chunk_ms.p99),
+        candidate_tokens_per_chunk=c.mean_tokens_per_chunk,
     )

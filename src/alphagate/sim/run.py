@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from alphagate.sim.closed_loop import fast_path_applies, simulate_closed_loop
+from alphagate.sim.closed_loop import fast_path_applies, run_closed_loop
 from alphagate.sim.cost import StepCostModel
-from alphagate.sim.engine import RunTrace, Scenario, simulate
-from alphagate.sim.results import PairedSpeedup, SimSummary, paired_speedup, summarize
+from alphagate.sim.engine import RunTrace, Scenario, run_engine
+from alphagate.sim.results import SimSummary, Speedups, speedups, summarize
 
 __all__ = ["PairedRun", "run_paired", "run_scenarios"]
 
@@ -27,18 +27,12 @@ def run_scenarios(
     force_engine: bool = False,
 ) -> list[RunTrace]:
     """Simulate every scenario; closed-loop ones take the step-space path unless ``force_engine``."""
-    children = rng.spawn(len(scenarios))
-    out: list[RunTrace | None] = [None] * len(scenarios)
-    rest: list[int] = []
-    for i, sc in enumerate(scenarios):
-        if not force_engine and fast_path_applies(sc):
-            out[i] = simulate_closed_loop(cost, sc, children[i], record_chunks=record_chunks)
-        else:
-            rest.append(i)
-    # the step-by-step engine runs the remaining scenarios in lockstep, one child stream each
-    for i in rest:
-        out[i] = simulate(cost, [scenarios[i]], children[i], record_chunks=record_chunks)[0]
-    return [t for t in out if t is not None]
+    return [
+        run_closed_loop(cost, sc, child, record_chunks=record_chunks)
+        if not force_engine and fast_path_applies(sc)
+        else run_engine(cost, sc, child, record_chunks=record_chunks)
+        for sc, child in zip(scenarios, rng.spawn(len(scenarios)), strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,7 @@ class PairedRun:
 
     spec: SimSummary
     baseline: SimSummary
-    speedup: PairedSpeedup
+    speedup: Speedups
     spec_trace: RunTrace
     baseline_trace: RunTrace
 
@@ -70,4 +64,4 @@ def run_paired(
     )
     spec_t, base_t = run_scenarios(cost, [scenario, base_sc], rng, record_chunks=record_chunks)
     spec_s, base_s = summarize(spec_t), summarize(base_t)
-    return PairedRun(spec_s, base_s, paired_speedup(spec_s, base_s), spec_t, base_t)
+    return PairedRun(spec_s, base_s, speedups(spec_s, base_s), spec_t, base_t)

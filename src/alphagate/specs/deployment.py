@@ -1,49 +1,76 @@
 """A deployment: model, GPU, tensor parallelism, dtypes, engine limits and the drafter.
 
 The user-facing configuration is one frozen pydantic tree (:class:`DeploymentConfig` with a
-discriminated :data:`DrafterConfig`). :func:`resolve_deployment` turns it into numbers — shapes,
-the GPU with efficiency overrides applied, a tensor-parallel degree that fits, and the KV-cache
-capacity left after weights — that the step-time model in :mod:`alphagate.sim.cost` consumes.
+discriminated :data:`DrafterConfig`), built once by :func:`drafter_for` and the CLI and handed
+down. :func:`resolve_deployment` turns it into numbers — shapes, the GPU with efficiency overrides
+applied, a tensor-parallel degree that fits, and the KV-cache room left after weights — that the
+step-time model in :mod:`alphagate.sim.cost` consumes. The KV room and the largest batch follow
+one rule (:func:`kv_tokens_needed`, :meth:`ResolvedDeployment.largest_batch`) for every verb.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import Field
 
-from alphagate.quantities import Frozen, TransformerShape
+from alphagate.core.errors import ConfigError, SpecError
+from alphagate.core.records import Frozen
+from alphagate.core.shapes import TransformerShape
 from alphagate.specs.gpus import GpuSpec, resolve_gpu
-from alphagate.specs.models import SpecError, resolve_model
+from alphagate.specs.models import MODEL_PRESETS, resolve_model
+from alphagate.specs.workload import WorkloadConfig
 from alphagate.theory.memory import (
-    BYTES_PER_PARAM,
     Footprint,
     eagle3_head_footprint,
     eagle_head_footprint,
     model_footprint,
 )
+from alphagate.theory.roofline import compute_bound_tokens, weight_read_seconds
 
 __all__ = [
+    "KV_DTYPES",
+    "METHODS",
+    "TP_CHOICES",
+    "WEIGHT_DTYPES",
     "DeploymentConfig",
+    "DeploymentSummary",
     "DraftModelDrafter",
     "DrafterConfig",
     "Eagle3Drafter",
     "EagleDrafter",
+    "KvDtype",
+    "Method",
     "MtpDrafter",
     "NgramDrafter",
     "ResolvedDeployment",
+    "WeightDtype",
+    "drafter_for",
+    "kv_tokens_needed",
     "resolve_deployment",
 ]
 
+Method = Literal["eagle3", "eagle", "draft_model", "ngram", "mtp"]
 WeightDtype = Literal["bf16", "fp8", "int4"]
 KvDtype = Literal["bf16", "fp8"]
-TP_CHOICES = (1, 2, 4, 8)
+METHODS: Final[tuple[str, ...]] = get_args(Method)
+WEIGHT_DTYPES: Final[tuple[str, ...]] = get_args(WeightDtype)
+KV_DTYPES: Final[tuple[str, ...]] = get_args(KvDtype)
+TP_CHOICES: Final = (1, 2, 4, 8)
+#: The draft model used for its *shape* when ``--draft`` names a hub checkpoint, not a local file.
+FALLBACK_DRAFT_MODEL: Final = "llama-3.2-1b"
+#: Share of GPU memory kept for activations and CUDA graphs (not KV, not weights).
+ACTIVATION_RESERVE: Final = 0.04
 
 
 class _DrafterBase(Frozen):
     forward_overhead_ms: float = Field(
         default=0.10, ge=0, description="fixed cost per draft forward (kernel launches, sampling)"
+    )
+    checkpoint: str | None = Field(
+        default=None, description="the draft checkpoint (path or repo id) the engine loads"
     )
 
 
@@ -53,11 +80,19 @@ class Eagle3Drafter(_DrafterBase):
     method: Literal["eagle3"] = "eagle3"
     draft_vocab_size: int = Field(default=32_000, gt=0)
 
+    def footprint(self, target: TransformerShape, dtype: str, kv_dtype: str) -> Footprint:
+        return eagle3_head_footprint(
+            target, dtype, draft_vocab_size=self.draft_vocab_size, kv_dtype=kv_dtype
+        )
+
 
 class EagleDrafter(_DrafterBase):
     """EAGLE-1 head: fc 2h→h and one decoder layer; uses the target's LM head."""
 
     method: Literal["eagle"] = "eagle"
+
+    def footprint(self, target: TransformerShape, dtype: str, kv_dtype: str) -> Footprint:
+        return eagle_head_footprint(target, dtype, kv_dtype=kv_dtype, kind="eagle")
 
 
 class MtpDrafter(_DrafterBase):
@@ -65,12 +100,21 @@ class MtpDrafter(_DrafterBase):
 
     method: Literal["mtp"] = "mtp"
 
+    def footprint(self, target: TransformerShape, dtype: str, kv_dtype: str) -> Footprint:
+        return eagle_head_footprint(target, dtype, kv_dtype=kv_dtype, kind="mtp")
+
 
 class DraftModelDrafter(_DrafterBase):
-    """A classic smaller draft model (a preset or a local config.json)."""
+    """A classic smaller draft model: ``model`` (a preset or a local config.json) sets its shape."""
 
     method: Literal["draft_model"] = "draft_model"
-    model: str = "llama-3.2-1b"
+    model: str = FALLBACK_DRAFT_MODEL
+
+    def shape(self) -> TransformerShape:
+        return resolve_model(self.model)
+
+    def footprint(self, target: TransformerShape, dtype: str, kv_dtype: str) -> Footprint:
+        return model_footprint(self.shape(), dtype, kv_dtype=kv_dtype)
 
 
 class NgramDrafter(Frozen):
@@ -78,6 +122,12 @@ class NgramDrafter(Frozen):
 
     method: Literal["ngram"] = "ngram"
     cpu_cost_ms: float = Field(default=0.05, ge=0, description="host-side lookup time per step")
+    prompt_lookup_min: int = Field(default=2, ge=1)
+    prompt_lookup_max: int = Field(default=4, ge=1)
+    checkpoint: None = None
+
+    def footprint(self, target: TransformerShape, dtype: str, kv_dtype: str) -> None:
+        return None
 
 
 DrafterConfig = Annotated[
@@ -86,28 +136,81 @@ DrafterConfig = Annotated[
 ]
 
 
+def _is_local_model(name: str) -> bool:
+    return name.strip().lower() in MODEL_PRESETS or Path(name).exists()
+
+
+def drafter_for(method: str, draft: str | None = None) -> DrafterConfig:
+    """The drafter for ``--method`` (and ``--draft``), the one place a method becomes a drafter.
+
+    For ``draft_model``, ``draft`` is a preset, a local config.json (its shape is modelled) or a
+    hub id (kept for the engine config; the shape of Llama-3.2-1B is modelled instead).
+    """
+    m = method.strip().lower()
+    if m == "eagle3":
+        return Eagle3Drafter(checkpoint=draft)
+    if m == "eagle":
+        return EagleDrafter(checkpoint=draft)
+    if m == "mtp":
+        return MtpDrafter(checkpoint=draft)
+    if m == "ngram":
+        return NgramDrafter()
+    if m == "draft_model":
+        model = draft if draft is not None and _is_local_model(draft) else FALLBACK_DRAFT_MODEL
+        return DraftModelDrafter(model=model, checkpoint=draft)
+    raise ConfigError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+
+
 class DeploymentConfig(Frozen):
     """Where the model runs and the engine limits that shape batching."""
 
-    model: str = "llama-3.3-70b"
-    gpu: str = "h100"
+    model: str = Field(default="llama-3.3-70b", description="target: a preset or a config.json")
+    gpu: str = Field(default="h100", description="GPU preset or a spec JSON file")
     tp: int | None = Field(
-        default=None, description="tensor-parallel degree; None = smallest that fits"
+        default=None, ge=1, le=64, description="tensor-parallel degree; None = smallest that fits"
     )
-    weight_dtype: WeightDtype = "bf16"
+    weight_dtype: WeightDtype = "fp8"
     kv_dtype: KvDtype = "bf16"
     bw_efficiency: float | None = Field(default=None, gt=0, le=1)
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
     gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1)
     step_overhead_ms: float = Field(
-        default=1.0, ge=0, description="scheduler + sampling per engine step"
+        default=1.0, ge=0, le=1000, description="scheduler + sampling per engine step"
     )
     per_seq_overhead_us: float = Field(
-        default=2.0, ge=0, description="per running sequence per step"
+        default=2.0, ge=0, le=1e6, description="per running sequence per step"
     )
-    max_num_seqs: int = Field(default=256, ge=1)
-    max_num_batched_tokens: int = Field(default=8192, ge=1)
+    max_num_seqs: int = Field(default=256, ge=1, le=65_536)
+    max_num_batched_tokens: int = Field(default=8192, ge=1, le=1_048_576)
     drafter: DrafterConfig = Field(default_factory=Eagle3Drafter)
+
+    @property
+    def method(self) -> str:
+        return self.drafter.method
+
+
+def kv_tokens_needed(concurrency: int, workload: WorkloadConfig, max_num_seqs: int) -> int:
+    """KV room a deployment needs: every running sequence at its full length.
+
+    The batch never exceeds ``max_num_seqs``, so that caps the sequences counted.
+    """
+    return int(min(concurrency, max_num_seqs) * workload.mean_sequence_tokens())
+
+
+class DeploymentSummary(Frozen):
+    """The resolved deployment as data, next to its sentence (:meth:`ResolvedDeployment.describe`)."""
+
+    model: str
+    gpu: str
+    tp: int
+    tp_was_chosen: bool
+    weight_dtype: str
+    kv_dtype: str
+    method: str
+    draft: str | None
+    weight_bytes_per_gpu: float
+    kv_capacity_tokens: int
+    compute_bound_tokens_per_step: float
 
 
 @dataclass(frozen=True)
@@ -123,63 +226,71 @@ class ResolvedDeployment:
     draft_footprint: Footprint | None
     draft_shape: TransformerShape | None
     kv_capacity_tokens: int
+    kv_capacity_tokens_without_draft: int
 
     @property
     def weight_bytes_per_gpu(self) -> float:
         return self.target_footprint.weight_bytes / self.tp
 
-    def describe(self) -> str:
-        how = "chosen as the smallest that fits" if self.tp_was_chosen else "as configured"
-        return (
-            f"{self.target.name} {self.config.weight_dtype} on {self.tp}× {self.gpu.name} "
-            f"(TP={self.tp}, {how}; weights {self.weight_bytes_per_gpu / 1e9:.1f} GB/GPU, "
-            f"KV room {self.kv_capacity_tokens:,} tokens at {self.config.kv_dtype})"
+    def largest_batch(self, workload: WorkloadConfig) -> int:
+        """The largest batch this deployment can hold: ``max_num_seqs`` or what the KV room fits."""
+        fits = int(self.kv_capacity_tokens // workload.mean_sequence_tokens())
+        return max(1, min(self.config.max_num_seqs, fits))
+
+    def compute_bound_tokens(self) -> float:
+        """Tokens per step at which the target's weight GEMMs turn compute-bound (effective rates)."""
+        g = self.gpu
+        b_w = self.target_footprint.weight_bytes / self.target_footprint.params
+        return compute_bound_tokens(
+            g.peak_flops(self.config.weight_dtype) * g.compute_efficiency,
+            g.hbm_bandwidth * g.bw_efficiency,
+            b_w,
         )
 
+    def summary(self) -> DeploymentSummary:
+        d = self.config.drafter
+        return DeploymentSummary(
+            model=self.target.name,
+            gpu=self.gpu.name,
+            tp=self.tp,
+            tp_was_chosen=self.tp_was_chosen,
+            weight_dtype=self.config.weight_dtype,
+            kv_dtype=self.config.kv_dtype,
+            method=d.method,
+            draft=self.draft_footprint.name if self.draft_footprint else None,
+            weight_bytes_per_gpu=self.weight_bytes_per_gpu,
+            kv_capacity_tokens=self.kv_capacity_tokens,
+            compute_bound_tokens_per_step=self.compute_bound_tokens(),
+        )
 
-def _draft_footprint(
-    cfg: DeploymentConfig, target: TransformerShape
-) -> tuple[Footprint | None, TransformerShape | None]:
-    d = cfg.drafter
-    dtype, kv = cfg.weight_dtype, cfg.kv_dtype
-    if isinstance(d, Eagle3Drafter):
-        return eagle3_head_footprint(
-            target, dtype, draft_vocab_size=d.draft_vocab_size, kv_dtype=kv
-        ), None
-    if isinstance(d, EagleDrafter | MtpDrafter):
-        fp = eagle_head_footprint(target, dtype, kv_dtype=kv)
-        return Footprint(
-            fp.name.replace("EAGLE", "MTP") if isinstance(d, MtpDrafter) else fp.name,
-            d.method,
-            fp.params,
-            fp.weight_bytes,
-            fp.kv_bytes_per_token,
-            1,
-        ), None
-    if isinstance(d, DraftModelDrafter):
-        shape = resolve_model(d.model)
-        return model_footprint(shape, dtype, kv_dtype=kv), shape
-    return None, None
+    def describe(self) -> str:
+        how = "the smallest that fits" if self.tp_was_chosen else "as configured"
+        floor_ms = 1e3 * weight_read_seconds(
+            self.weight_bytes_per_gpu, 1.0, self.gpu.hbm_bandwidth * self.gpu.bw_efficiency
+        )
+        text = (
+            f"{self.target.name} {self.config.weight_dtype} on {self.tp}× {self.gpu.name} "
+            f"(TP={self.tp}, {how}); weights {self.weight_bytes_per_gpu / 1e9:.1f} GB per GPU, "
+            f"≥ {floor_ms:.1f} ms per step to read them; KV room {self.kv_capacity_tokens:,} tokens "
+            f"({self.config.kv_dtype}); weight GEMMs turn compute-bound at ≈ "
+            f"{self.compute_bound_tokens():.0f} tokens per step"
+        )
+        d = self.config.drafter
+        if isinstance(d, DraftModelDrafter) and d.checkpoint and d.checkpoint != d.model:
+            text += f"; draft {d.checkpoint} modelled with the shape of {d.model}"
+        return text
 
 
 def _kv_capacity(
     cfg: DeploymentConfig, gpu: GpuSpec, tp: int, target: Footprint, draft: Footprint | None
 ) -> int:
-    usable = gpu.memory_bytes * cfg.gpu_memory_utilization * tp
+    usable = gpu.memory_bytes * tp * (cfg.gpu_memory_utilization - ACTIVATION_RESERVE)
     weights = target.weight_bytes + (draft.weight_bytes if draft else 0.0)
-    activations = 0.04 * gpu.memory_bytes * tp  # activation / CUDA-graph reserve
     kv_per_token = target.kv_bytes_per_token + (draft.kv_bytes_per_token if draft else 0.0)
-    return max(0, int((usable - weights - activations) // kv_per_token))
+    return max(0, int((usable - weights) // kv_per_token))
 
 
-def resolve_deployment(cfg: DeploymentConfig, need_kv_tokens: int = 0) -> ResolvedDeployment:
-    """Resolve presets, apply efficiency overrides, and pick (or check) TP.
-
-    With ``tp=None`` the smallest TP in 1, 2, 4, 8 is chosen whose KV room holds
-    ``need_kv_tokens`` (e.g. concurrency × mean context). Raises :class:`SpecError` when nothing fits.
-    """
-    target = resolve_model(cfg.model)
-    gpu = resolve_gpu(cfg.gpu)
+def _apply_overrides(cfg: DeploymentConfig, gpu: GpuSpec) -> GpuSpec:
     overrides = {
         k: v
         for k, v in (
@@ -188,12 +299,37 @@ def resolve_deployment(cfg: DeploymentConfig, need_kv_tokens: int = 0) -> Resolv
         )
         if v is not None
     }
-    if overrides:
-        gpu = gpu.model_copy(update=overrides)
-    if cfg.weight_dtype not in BYTES_PER_PARAM:  # pragma: no cover - guarded by the Literal
-        raise SpecError(f"unknown weight dtype {cfg.weight_dtype!r}")
+    return gpu.model_copy(update=overrides) if overrides else gpu
+
+
+def resolve_deployment(
+    cfg: DeploymentConfig,
+    workload: WorkloadConfig | None = None,
+    concurrency: int | None = None,
+) -> ResolvedDeployment:
+    """Resolve presets, apply efficiency overrides, and pick (or check) TP.
+
+    With ``tp=None`` the smallest TP in 1, 2, 4, 8 (up to the KV-head count) is chosen whose KV
+    room holds :func:`kv_tokens_needed` for ``concurrency`` (default: ``max_num_seqs``) sequences of
+    the workload. Raises :class:`SpecError` when nothing fits.
+    """
+    target = resolve_model(cfg.model)
+    gpu = _apply_overrides(cfg, resolve_gpu(cfg.gpu))
     t_fp = model_footprint(target, cfg.weight_dtype, kv_dtype=cfg.kv_dtype, kind="target")
-    d_fp, d_shape = _draft_footprint(cfg, target)
+    d = cfg.drafter
+    d_fp = d.footprint(target, cfg.weight_dtype, cfg.kv_dtype)
+    d_shape = d.shape() if isinstance(d, DraftModelDrafter) else None
+    need = (
+        0
+        if workload is None
+        else kv_tokens_needed(concurrency or cfg.max_num_seqs, workload, cfg.max_num_seqs)
+    )
+    if cfg.tp is not None and target.num_attention_heads % cfg.tp:
+        raise SpecError(
+            f"TP={cfg.tp} does not divide the {target.num_attention_heads} attention heads of "
+            f"{target.name}; use one of "
+            + ", ".join(str(t) for t in TP_CHOICES if target.num_attention_heads % t == 0)
+        )
     candidates = (
         [cfg.tp]
         if cfg.tp is not None
@@ -201,13 +337,22 @@ def resolve_deployment(cfg: DeploymentConfig, need_kv_tokens: int = 0) -> Resolv
     )
     for tp in candidates:
         cap = _kv_capacity(cfg, gpu, tp, t_fp, d_fp)
-        if cap > 0 and cap >= need_kv_tokens:
+        if cap > 0 and cap >= need:
             return ResolvedDeployment(
-                cfg, target, gpu, tp, cfg.tp is None, t_fp, d_fp, d_shape, cap
+                config=cfg,
+                target=target,
+                gpu=gpu,
+                tp=tp,
+                tp_was_chosen=cfg.tp is None,
+                target_footprint=t_fp,
+                draft_footprint=d_fp,
+                draft_shape=d_shape,
+                kv_capacity_tokens=cap,
+                kv_capacity_tokens_without_draft=_kv_capacity(cfg, gpu, tp, t_fp, None),
             )
     tp_txt = f"TP={cfg.tp}" if cfg.tp is not None else f"any TP in {TP_CHOICES}"
-    need = f" with room for {need_kv_tokens:,} KV tokens" if need_kv_tokens else ""
+    need_txt = f" with room for {need:,} KV tokens" if need else ""
     raise SpecError(
-        f"{target.name} at {cfg.weight_dtype} ({t_fp.weight_bytes / 1e9:.1f} GB of weights) does not fit "
-        f"on {gpu.name} ({gpu.memory_bytes / 1e9:.0f} GB) with {tp_txt}{need}"
+        f"{target.name} at {cfg.weight_dtype} ({t_fp.weight_bytes / 1e9:.1f} GB of weights) does "
+        f"not fit on {gpu.name} ({gpu.memory_bytes / 1e9:.0f} GB) with {tp_txt}{need_txt}"
     )

@@ -1,7 +1,7 @@
 """GPU presets: HBM bandwidth, dense BF16/FP8 peaks, memory, interconnect, achievable efficiency.
 
-Vendor figures as collected in shared/references/theory.md §5.2 (dense = sparse / 2). Achievable
-numbers are lower — roughly 80–90% of HBM bandwidth and 60–80% of dense peak on real kernels — so
+Vendor figures from the NVIDIA H100, H200, A100 and HGX B200 and the AMD MI300X data sheets
+(dense = sparse / 2: the sheets quote FP8 and BF16 "with sparsity"). Achievable numbers are lower — roughly 80–90% of HBM bandwidth and 60–80% of dense peak on real kernels — so
 each preset carries efficiency factors ``bw_efficiency`` and ``compute_efficiency`` that a user
 can override (or calibrate against measured step times). Interconnect figures are per-direction
 NVLink / Infinity Fabric bandwidth per GPU, used for the tensor-parallel all-reduce term.
@@ -15,8 +15,9 @@ from typing import Final
 
 from pydantic import Field, ValidationError
 
-from alphagate.quantities import Frozen
-from alphagate.specs.models import SpecError
+from alphagate.core.errors import SpecError
+from alphagate.core.records import Frozen
+from alphagate.theory.roofline import ridge_point
 
 __all__ = ["GPU_PRESETS", "GpuSpec", "gpu_preset_names", "load_gpu_spec", "resolve_gpu"]
 
@@ -47,10 +48,11 @@ class GpuSpec(Frozen):
     def ridge_point(self, dtype: str = "bf16", effective: bool = False) -> float:
         """FLOP per byte at which a kernel turns compute-bound (peak, or effective)."""
         if effective:
-            return (self.peak_flops(dtype) * self.compute_efficiency) / (
-                self.hbm_bandwidth * self.bw_efficiency
+            return ridge_point(
+                self.peak_flops(dtype) * self.compute_efficiency,
+                self.hbm_bandwidth * self.bw_efficiency,
             )
-        return self.peak_flops(dtype) / self.hbm_bandwidth
+        return ridge_point(self.peak_flops(dtype), self.hbm_bandwidth)
 
 
 GB = 1e9
@@ -107,12 +109,12 @@ def gpu_preset_names() -> list[str]:
 def load_gpu_spec(path: str | Path) -> GpuSpec:
     """Read a :class:`GpuSpec` from a JSON file (same field names; unknown fields rejected)."""
     p = Path(path)
-    if not p.exists():
+    if not p.is_file():
         raise SpecError(f"GPU spec file not found: {p}")
     try:
         return GpuSpec.model_validate(json.loads(p.read_text(encoding="utf-8")))
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{p}: not valid JSON ({exc})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{p}: not a readable JSON file ({exc})") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])

@@ -1,7 +1,7 @@
 """Model presets and a loader for local Hugging Face ``config.json`` files.
 
-Preset numbers are the published Llama 3.x configurations (shared/references/engines.md §5,
-theory.md §5.3). Names are case-insensitive slugs.
+Preset numbers are the published Llama 3.x ``config.json`` values (meta-llama/Llama-3.1-8B,
+Llama-3.3-70B, Llama-3.2-1B). Names are case-insensitive slugs.
 """
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from alphagate.quantities import TransformerShape
+from alphagate.core.errors import SpecError
+from alphagate.core.shapes import TransformerShape
 
 __all__ = ["MODEL_PRESETS", "SpecError", "load_hf_config", "model_preset_names", "resolve_model"]
-
-
-class SpecError(ValueError):
-    """A preset name or spec file that cannot be used; the message says what and where."""
 
 
 MODEL_PRESETS: Final[dict[str, TransformerShape]] = {
@@ -73,11 +70,11 @@ def load_hf_config(path: str | Path) -> TransformerShape:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    if not p.exists():
+    if not p.is_file():
         raise SpecError(f"model config not found: {p}")
     try:
         cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"{p}: not a readable JSON file ({exc})") from None
     if not isinstance(cfg, dict):
         raise SpecError(f"{p}: expected a JSON object")

@@ -1,7 +1,7 @@
 """Closed forms for speculative decoding — pure numpy, no I/O.
 
 Leviathan, Kalman & Matias 2023 (arXiv 2211.17192) unless a function says otherwise. The three
-acceptance quantities α, ρ and τ are defined in :mod:`alphagate.quantities`.
+acceptance quantities α, ρ and τ are defined in :mod:`alphagate.core.glossary`.
 """
 
 from alphagate.theory.acceptance import (
@@ -11,6 +11,7 @@ from alphagate.theory.acceptance import (
     conditional_from_unconditional,
     draft_acceptance_rate,
     draft_acceptance_rate_from_mean_acceptance_length,
+    equivalent_alpha,
     expected_tokens_per_pass,
     expected_tokens_per_pass_by_pos,
     mean_acceptance_length,
@@ -37,7 +38,6 @@ from alphagate.theory.memory import (
 from alphagate.theory.roofline import (
     compute_bound_tokens,
     ridge_point,
-    roofline_time,
     weight_read_seconds,
 )
 from alphagate.theory.speedup import (
@@ -68,6 +68,7 @@ __all__ = [
     "draft_acceptance_rate_from_mean_acceptance_length",
     "eagle3_head_footprint",
     "eagle_head_footprint",
+    "equivalent_alpha",
     "expected_tokens_per_pass",
     "expected_tokens_per_pass_by_pos",
     "iteration_cost",
@@ -83,7 +84,6 @@ __all__ = [
     "operations_factor",
     "optimal_k",
     "ridge_point",
-    "roofline_time",
     "speedup",
     "speedup_by_pos",
     "total_variation_distance",

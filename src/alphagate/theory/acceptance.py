@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.theory._arrays import FloatArray, as_float, solve_increasing_on_unit_interval
+from alphagate.theory._arrays import FloatArray, as_float
+from alphagate.theory.roots import solve_increasing_on_unit_interval
 
 __all__ = [
     "acceptance_probability",
@@ -35,6 +36,7 @@ __all__ = [
     "conditional_from_unconditional",
     "draft_acceptance_rate",
     "draft_acceptance_rate_from_mean_acceptance_length",
+    "equivalent_alpha",
     "expected_tokens_per_pass",
     "expected_tokens_per_pass_by_pos",
     "mean_acceptance_length",
@@ -145,3 +147,13 @@ def acceptance_probability(p: npt.ArrayLike, q: npt.ArrayLike) -> FloatArray:
 def total_variation_distance(p: npt.ArrayLike, q: npt.ArrayLike) -> FloatArray:
     """D_LK(p, q) = Σ|p − q| / 2 = 1 − Σ min(p, q) (Leviathan Def. 3.1, Lemma 3.3)."""
     return np.asarray(0.5 * np.abs(as_float(p) - as_float(q)).sum(axis=-1))
+
+
+def equivalent_alpha(alpha_by_pos: npt.ArrayLike) -> float:
+    """The i.i.d. α that gives the same E as a per-position conditional vector ``[K]``."""
+    a = as_float(alpha_by_pos)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError("alpha_by_pos must be a non-empty 1-D vector")
+    if np.all(a == a[0]):
+        return float(a[0])
+    return float(alpha_from_mean_acceptance_length(expected_tokens_per_pass_by_pos(a), a.size))

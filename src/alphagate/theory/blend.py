@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.theory._arrays import FloatArray, as_float, solve_increasing_on_unit_interval
+from alphagate.theory._arrays import FloatArray, as_float
 from alphagate.theory.acceptance import expected_tokens_per_pass
+from alphagate.theory.roots import solve_increasing_on_unit_interval
 from alphagate.theory.speedup import iteration_cost
 
 __all__ = ["Blend", "blend"]

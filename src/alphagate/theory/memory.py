@@ -18,14 +18,13 @@ head dim · bytes per element.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
-from alphagate.quantities import TransformerShape
+from alphagate.core.records import Frozen
+from alphagate.core.shapes import TransformerShape
 
 __all__ = [
     "BYTES_PER_PARAM",
-    "DraftKind",
     "Footprint",
     "decoder_layer_params",
     "eagle3_head_footprint",
@@ -34,8 +33,6 @@ __all__ = [
     "model_footprint",
     "model_params",
 ]
-
-DraftKind = Literal["eagle3", "eagle", "draft_model"]
 
 #: Bytes per weight or KV element for the dtypes alphagate models.
 BYTES_PER_PARAM: Final[dict[str, float]] = {
@@ -48,9 +45,13 @@ BYTES_PER_PARAM: Final[dict[str, float]] = {
 }
 
 
-@dataclass(frozen=True)
-class Footprint:
-    """Memory of one model or draft head. ``params`` excludes weights shared with the target."""
+class Footprint(Frozen):
+    """Memory of one model or draft head.
+
+    ``params`` excludes weights shared with the target; ``streamed_params`` counts every weight one
+    forward pass reads (the layers and the LM head — shared ones included, the embedding lookup
+    being a gather), which is what the step-time model charges for.
+    """
 
     name: str
     kind: str
@@ -58,6 +59,7 @@ class Footprint:
     weight_bytes: float
     kv_bytes_per_token: float
     layers_with_kv: int
+    streamed_params: int
 
 
 def _bytes_per(dtype: str) -> float:
@@ -113,6 +115,8 @@ def model_footprint(
         weight_bytes=params * _bytes_per(dtype),
         kv_bytes_per_token=kv_bytes_per_token(shape, kv_dtype or dtype),
         layers_with_kv=shape.num_hidden_layers,
+        streamed_params=shape.num_hidden_layers * decoder_layer_params(shape)
+        + shape.vocab_size * shape.hidden_size,
     )
 
 
@@ -138,20 +142,27 @@ def eagle3_head_footprint(
         weight_bytes=params * _bytes_per(dtype),
         kv_bytes_per_token=kv_bytes_per_token(target, kv_dtype or dtype, layers=1),
         layers_with_kv=1,
+        streamed_params=params - embed,
     )
 
 
 def eagle_head_footprint(
-    target: TransformerShape, dtype: str = "bf16", kv_dtype: str | None = None
+    target: TransformerShape,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    kind: str = "eagle",
 ) -> Footprint:
-    """EAGLE-1 head for ``target``: fc (2h → h) and one standard decoder layer (shared LM head)."""
+    """EAGLE-1 head (or an MTP module, ``kind="mtp"``) for ``target``: fc (2h → h) and one
+    standard decoder layer; the LM head is the target's, read again by every draft forward."""
     h = target.hidden_size
     params = 2 * h * h + decoder_layer_params(target)
+    label = "MTP module" if kind == "mtp" else "EAGLE head"
     return Footprint(
-        name=f"EAGLE head for {target.name}",
-        kind="eagle",
+        name=f"{label} for {target.name}",
+        kind=kind,
         params=params,
         weight_bytes=params * _bytes_per(dtype),
         kv_bytes_per_token=kv_bytes_per_token(target, kv_dtype or dtype, layers=1),
         layers_with_kv=1,
+        streamed_params=params + target.vocab_size * h,
     )

@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.theory._arrays import FloatArray, as_float, solve_increasing_on_unit_interval
+from alphagate.theory._arrays import FloatArray, as_float
 from alphagate.theory.acceptance import expected_tokens_per_pass, expected_tokens_per_pass_by_pos
+from alphagate.theory.roots import solve_increasing_on_unit_interval
 
 __all__ = [
     "alpha_breakeven",

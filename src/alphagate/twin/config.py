@@ -1,47 +1,42 @@
-"""Twin configuration: the same deployment, drafter and traffic records as ``alphagate simulate``."""
+"""Twin configuration: the same deployment and workload records as ``alphagate simulate``."""
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from alphagate.quantities import Frozen
-from alphagate.sim.workload import LengthDist, LognormalLength, SimClass
-from alphagate.specs import DeploymentConfig
+from alphagate.core.records import Frozen
+from alphagate.specs import DeploymentConfig, WorkloadConfig
 
 __all__ = ["TwinConfig"]
 
 
 class TwinConfig(Frozen):
-    """A twin server: one deployment, a fixed K (0 = no speculation) and its traffic classes.
+    """A twin server: one deployment, a fixed K (0 = no speculation) and the traffic it expects.
 
+    ``workload.classes`` give α per class; ``workload.output_len`` is the length a request
+    generates when ``max_tokens`` does not cap it; ``workload.prompt_len`` sizes the KV room (the
+    twin's tensor parallelism is chosen, like ``simulate``'s, to hold ``max_num_seqs`` of them).
     The class of a request is its ``alphagate_class`` body field, else the suffix of the model
     name (``<served>:<class>``), else drawn by the class shares.
     """
 
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
-    k: int = Field(default=3, ge=0)
-    classes: tuple[SimClass, ...] = (SimClass(name="default", share=1.0, alpha=0.7),)
-    output_len: LengthDist = Field(default_factory=lambda: LognormalLength(mean=256, sigma=0.6))
-    served_model_name: str = "alphagate-twin"
+    workload: WorkloadConfig = Field(default_factory=WorkloadConfig)
+    k: int = Field(default=3, ge=0, le=64)
+    served_model_name: str = Field(default="alphagate-twin", min_length=1)
     time_scale: float = Field(
         default=1.0,
         ge=0.0,
+        allow_inf_nan=False,
         description="wall seconds per simulated second; 0 = as fast as possible",
     )
-    max_model_len: int = Field(default=8192, ge=2)
-    api_key: str | None = None
-    seed: int = 0
+    max_model_len: int = Field(default=8192, ge=2, le=1_048_576)
+    api_key: str | None = Field(default=None, min_length=1)
+    seed: int = Field(default=0, ge=0)
     engine_index: int = 0
     emit_send_time: bool = Field(
         default=False, description="add alphagate_sent_s (wall clock) to chunks, for benchmarks"
     )
-
-    @model_validator(mode="after")
-    def _shares(self) -> TwinConfig:
-        total = sum(c.share for c in self.classes)
-        if abs(total - 1.0) > 1e-3:
-            raise ValueError(f"class shares must sum to 1, got {total:.4g}")
-        return self
 
     @property
     def speculative(self) -> bool:

@@ -15,11 +15,17 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from alphagate.sim.cost import StepCostModel
-from alphagate.sim.sweep import unconditional_table
-from alphagate.sim.workload import sample_lengths
+from alphagate.sim.kernel import (
+    acceptance_histogram,
+    accepted_drafts,
+    accepted_per_position,
+    decode_budget,
+    prefill_allocation,
+)
+from alphagate.sim.workload import unconditional_table
+from alphagate.specs.workload import sample_lengths
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.metrics import TwinMetrics
 
@@ -88,8 +94,9 @@ class TwinEngine:
         self.cost = cost
         self.metrics = TwinMetrics(config)
         self.k = config.k
-        self._thr = unconditional_table(config.classes, config.k)  # [n_classes, max(k, 1)]
-        self._shares = np.asarray([c.share for c in config.classes])
+        classes = config.workload.classes
+        self._thr = unconditional_table(classes, config.k)  # [n_classes, max(k, 1)]
+        self._shares = np.asarray([c.share for c in classes])
         self._rng = np.random.default_rng(config.seed)
         self._waiting: deque[TwinRequest] = deque()
         self._running: list[TwinRequest] = []
@@ -98,7 +105,7 @@ class TwinEngine:
         self._ids = itertools.count()
         self.steps: deque[StepRecord] = deque(maxlen=200_000)
         self.max_num_seqs = config.deployment.max_num_seqs
-        self.class_names = [c.name for c in config.classes]
+        self.class_names = [c.name for c in classes]
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -127,7 +134,9 @@ class TwinEngine:
         if ignore_eos and max_tokens is not None:
             return max_tokens, True
         natural = int(
-            sample_lengths(self.config.output_len, 1, rng if rng is not None else self._rng)[0]
+            sample_lengths(
+                self.config.workload.output_len, 1, rng if rng is not None else self._rng
+            )[0]
         )
         return (cap, True) if natural >= cap else (natural, False)
 
@@ -190,32 +199,37 @@ class TwinEngine:
         if not self._running:
             return None
         run = self._running
+        k = self.k
         decoding = [r for r in run if r.prefilled >= r.prompt_tokens]
-        k_eff = self.k
-        budget = max(0, self.cost.max_num_batched_tokens - len(decoding) * (k_eff + 1))
-        self._alloc: list[tuple[TwinRequest, int]] = []
-        p_tok = p_ctx = 0
-        p_pairs = 0.0
-        for r in run:
-            if r.prefilled < r.prompt_tokens and budget > 0:
-                take = min(budget, r.prompt_tokens - r.prefilled)
-                budget -= take
-                self._alloc.append((r, take))
-                p_tok += take
-                p_ctx += r.prefilled
-                p_pairs += take * (r.prefilled + 0.5 * take)
+        prefilling = [r for r in run if r.prefilled < r.prompt_tokens]
+        budget = decode_budget(self.cost.max_num_batched_tokens, len(decoding), k)
+        want = np.fromiter((r.prompt_tokens - r.prefilled for r in prefilling), np.int64)
+        alloc = prefill_allocation(want, budget)
+        self._alloc = [(r, int(a)) for r, a in zip(prefilling, alloc, strict=True) if a > 0]
+        done_before = np.fromiter((r.prefilled for r, _ in self._alloc), np.float64)
+        take = np.fromiter((a for _, a in self._alloc), np.float64)
         n = len(decoding)
         self._decoding = decoding
         self._accepted = np.zeros(n, dtype=np.int64)
-        if n and k_eff > 0:
+        if n and k > 0:
             u = self._rng.random(n)
             for i, r in enumerate(decoding):
                 if r.rng is not None:
                     u[i] = r.rng.random()
             cls = np.fromiter((r.class_idx for r in decoding), dtype=np.int64, count=n)
-            self._accepted = (u[:, None] < self._thr[cls, :k_eff]).sum(1)
+            self._accepted = accepted_drafts(u, self._thr[:, :k], cls)
         ctx = float(sum(r.prompt_tokens + r.generated - 1 for r in decoding))
-        return float(self.cost.step_time(k_eff, n, ctx, p_tok, p_ctx, p_pairs, len(run)))
+        return float(
+            self.cost.step_time(
+                k,
+                n,
+                ctx,
+                take.sum(),
+                done_before.sum(),
+                (take * (done_before + 0.5 * take)).sum(),
+                len(run),
+            )
+        )
 
     def _step_emit(self, now: float, dt: float) -> None:
         m = self.metrics
@@ -227,10 +241,10 @@ class TwinEngine:
             m.num_drafts.inc(n)
             m.num_draft_tokens.inc(n * k_eff)
             m.num_accepted_tokens.inc(int(acc.sum()))
-            for pos in range(k_eff):
-                c = int((acc > pos).sum())
+            per_pos = accepted_per_position(acceptance_histogram(acc, k_eff))
+            for pos, c in enumerate(per_pos):
                 if c:
-                    m.accepted_per_pos[pos].inc(c)
+                    m.accepted_per_pos[pos].inc(int(c))
         for i, r in enumerate(self._decoding):
             if r.cancelled:
                 continue
@@ -263,6 +277,3 @@ class TwinEngine:
     def reset_metrics(self) -> None:
         """Drop every counter back to zero, as a restarted server would (test hook)."""
         self.metrics = TwinMetrics(self.config)
-
-    def step_schedule(self) -> npt.NDArray[np.float64]:
-        return np.array([s.model_dt_s for s in self.steps])

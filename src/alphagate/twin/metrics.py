@@ -1,7 +1,8 @@
-"""The twin's Prometheus metrics, named exactly as vLLM V1 exports them (engines.md §2.1).
+"""The twin's Prometheus metrics, named exactly as vLLM V1 exports them.
 
-Spec-decode counters exist only when speculation is configured, as in vLLM. Labels
-``model_name`` and ``engine``; per-position counters add ``position``.
+Spec-decode counters (``vllm/v1/spec_decode/metrics.py``, class ``SpecDecodingProm``) exist only
+when speculation is configured, as in vLLM. Labels ``model_name`` and ``engine``
+(``vllm/v1/metrics/loggers.py``); per-position counters add ``position``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from alphagate.specs import resolve_deployment
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine, TwinRequest
 
-__all__ = ["ENGINE_KEY", "create_app"]
+__all__ = ["ENGINE_KEY", "create_app", "serve"]
 
 ENGINE_KEY: web.AppKey[TwinEngine] = web.AppKey("engine", TwinEngine)
 CONFIG_KEY: web.AppKey[TwinConfig] = web.AppKey("config", TwinConfig)
@@ -340,11 +340,7 @@ async def _metrics(request: web.Request) -> web.Response:
 
 def create_app(config: TwinConfig) -> web.Application:
     """The twin as an aiohttp application (start it with ``web.run_app`` or an ``AppRunner``)."""
-    kv_need = config.deployment.max_num_seqs * 1024
-    try:
-        resolved = resolve_deployment(config.deployment, need_kv_tokens=kv_need)
-    except ValueError:
-        resolved = resolve_deployment(config.deployment)
+    resolved = resolve_deployment(config.deployment, config.workload)
     engine = TwinEngine(config, build_cost_model(resolved))
     app = web.Application(middlewares=[_auth], client_max_size=64 * 2**20)
     app[CONFIG_KEY] = config
@@ -364,3 +360,8 @@ def create_app(config: TwinConfig) -> web.Application:
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
     return app
+
+
+def serve(config: TwinConfig, host: str, port: int) -> None:
+    """Serve the twin until interrupted (blocking)."""
+    web.run_app(create_app(config), host=host, port=port, print=None, access_log=None)

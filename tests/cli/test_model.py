@@ -43,7 +43,7 @@ def test_breakeven_unreachable_is_null_with_reason(cli: Cli) -> None:
 
 
 def test_worked_question_a_alpha_for_2x_and_3x_at_k5(cli: Cli) -> None:
-    """The lesson's exercise 1: α for 2× and 3× at K = 5, and its sensitivity to v ∈ [1.0, 1.3]."""
+    """Worked question (a): α for 2× and 3× at K = 5, and its sensitivity to v ∈ [1.0, 1.3]."""
     required: dict[tuple[float, float], float] = {}
     for v in (1.0, 1.1, 1.2, 1.3):
         for target in (2.0, 3.0):
@@ -84,7 +84,7 @@ def test_required_unreachable(cli: Cli) -> None:
 
 
 def test_worked_question_b_chat_and_code_blend(cli: Cli) -> None:
-    """The lesson's exercise 2: 70% chat at α 0.7, 30% code at α 0.4."""
+    """Worked question (b): 70% chat at α 0.7, 30% code at α 0.4."""
     d = cli.json("model", "blend", "--class", "chat:0.7:0.7", "--class", "code:0.3:0.4", "--k", "5")
     assert d["naive_mean_alpha"] == pytest.approx(0.61)
     assert d["blended_speedup"] == pytest.approx(2.388, abs=1e-3)
@@ -114,9 +114,13 @@ def test_worked_question_b_chat_and_code_blend(cli: Cli) -> None:
 
 
 def test_worked_question_c_memory_eagle3_70b_vs_llama_1b(cli: Cli) -> None:
-    """The lesson's exercise 5: EAGLE-3 head for Llama-3.3-70B vs a Llama-3.2-1B draft model."""
-    head = cli.json("model", "memory", "--target", "llama-3.3-70b", "--draft", "eagle3")
-    draft = cli.json("model", "memory", "--target", "Llama-3.3-70B", "--draft", "llama-3.2-1b")
+    """Worked question (c): EAGLE-3 head for Llama-3.3-70B vs a Llama-3.2-1B draft model."""
+    head = cli.json(
+        "model", "memory", "--target", "llama-3.3-70b", "--draft", "eagle3", "--dtype", "bf16"
+    )
+    draft = cli.json(
+        "model", "memory", "--target", "Llama-3.3-70B", "--draft", "llama-3.2-1b", "--dtype", "bf16"
+    )
     assert head["draft"]["params"] / 1e9 == pytest.approx(1.403, abs=1e-3)
     assert head["draft"]["weight_bytes"] / 1e9 == pytest.approx(2.81, abs=5e-3)
     assert head["draft"]["kv_bytes_per_token"] == 4096
@@ -143,9 +147,9 @@ def test_memory_from_local_config(cli: Cli, tmp_path) -> None:  # type: ignore[n
     }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    d = cli.json("model", "memory", "--target", str(path), "--draft", "eagle3", "--dtype", "fp8")
+    d = cli.json("model", "memory", "--target", str(path), "--draft", "eagle3", "--kv-dtype", "fp8")
     assert d["target"]["kv_bytes_per_token"] == 2 * 4 * 2 * 64 * 1
-    assert d["dtype"] == "fp8"
+    assert d["weight_dtype"] == "fp8"
 
 
 def test_optimal_k(cli: Cli) -> None:
@@ -248,9 +252,9 @@ def test_demo_runs_the_whole_workflow(cli: Cli, tmp_path, monkeypatch) -> None: 
     assert "Speedup (exact)" in result.output
     assert "Linear approximation" in result.output
     assert "Throughput speedup" in result.output  # the default simulation
-    plan = (tmp_path / "demo-output" / "rollout-plan.md").read_text()
+    plan = (tmp_path / "demo-output" / "rollout-plan-c256.md").read_text()
     assert "## Verdict: **NO-GO**" in plan
     summary = json.loads((tmp_path / "demo-output" / "bench" / "summary.json").read_text())
     assert [c["level"] for c in summary["comparisons"]] == ["c1", "c16"]
-    assert all(c["output_throughput"] > 1.3 for c in summary["comparisons"])
+    assert all(c["speedups"]["throughput_speedup"] > 1.3 for c in summary["comparisons"])
     assert "implied α" in result.output

@@ -9,20 +9,23 @@ import pytest
 from tests.conftest import Cli
 
 
-def test_default_simulation_tells_the_lesson(cli: Cli) -> None:
+def test_default_simulation_70b_fp8_on_h100(cli: Cli) -> None:
     d = cli.json("simulate")
-    assert d["tp"] == 2 and "Llama-3.3-70B" in d["deployment"]
+    assert d["deployment_detail"]["tp"] == 2 and "Llama-3.3-70B" in d["deployment"]
     assert d["ks"] == [1, 3, 5]
     assert len(d["mixes"]) == 6 and len(d["rows"]) == 4
     cells = {(c["load"], c["k"], c["mix"]): c for c in d["cells"]}
-    assert cells[(1.0, 5, "α=0.7")]["speedup"]["throughput"] > 2.0
-    assert cells[(256.0, 5, "α=0.4")]["speedup"]["throughput"] < 1.0
+    assert cells[(1.0, 5, "α=0.7")]["alpha"] == 0.7
+    assert cells[(1.0, 5, "α=0.7")]["speedup"]["throughput_speedup"] > 2.0
+    assert cells[(256.0, 5, "α=0.4")]["speedup"]["throughput_speedup"] < 1.0
     # P99 ITL per token gets worse at concurrency 64 even where mean throughput improves
-    c = cells[(64.0, 5, "α=0.7")]
-    assert c["speedup"]["throughput"] > 1.0 and c["speedup"]["itl_per_token_p99"] < 1.0
+    c = cells[(64.0, 5, "α=0.5")]
+    assert c["speedup"]["throughput_speedup"] > 1.0
+    assert c["speedup"]["itl_per_token_p99_speedup"] < 1.0
     for row in d["rows"]:
-        for k in ("1", "3", "5"):
-            m, s = row["alpha_breakeven_model"][k], row["alpha_breakeven_sim"][k]
+        assert [x["k"] for x in row["by_k"]] == [1, 3, 5]
+        for x in row["by_k"]:
+            m, s = x["alpha_breakeven_model"], x["alpha_breakeven_sim"]
             assert m is not None and s is not None and abs(m - s) < 0.03
 
 

@@ -6,25 +6,23 @@ import numpy as np
 import pytest
 
 from alphagate import theory
+from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import StepCostModel, build_cost_model
+from alphagate.sim.predict import breakeven_alpha_model, crossover_batch_model, model_speedup
 from alphagate.sim.sweep import (
-    Mix,
     SweepConfig,
-    breakeven_alpha_model,
     breakeven_alpha_sim,
-    crossover_concurrency_model,
     crossover_concurrency_sim,
-    model_speedup,
     run_sweep,
 )
-from alphagate.sim.workload import FixedLength, LognormalLength, SimClass, WorkloadConfig
 from alphagate.specs import DeploymentConfig, NgramDrafter, resolve_deployment
+from alphagate.specs.workload import FixedLength, LognormalLength, WorkloadConfig
 
 
 @pytest.fixture(scope="module")
 def lesson() -> tuple[DeploymentConfig, StepCostModel]:
     dep = DeploymentConfig(weight_dtype="fp8")
-    return dep, build_cost_model(resolve_deployment(dep, need_kv_tokens=256 * 768))
+    return dep, build_cost_model(resolve_deployment(dep, WorkloadConfig(), 256))
 
 
 def test_cost_ratios_emerge_from_the_roofline(
@@ -58,7 +56,9 @@ def test_verify_turns_compute_bound_at_the_ridge() -> None:
 
 def test_compute_bound_floor_at_very_large_batch() -> None:
     """With negligible KV traffic and a huge batch, S → 1 / operations factor (Leviathan Thm 3.11)."""
-    dep = DeploymentConfig(model="llama-3.1-8b", step_overhead_ms=0.0, per_seq_overhead_us=0.0)
+    dep = DeploymentConfig(
+        model="llama-3.1-8b", weight_dtype="bf16", step_overhead_ms=0.0, per_seq_overhead_us=0.0
+    )
     cost = build_cost_model(resolve_deployment(dep))
     b, k, alpha = 200_000.0, 5, 0.7
     t_spec = float(cost.spec_step_time(b, k, 1.0))
@@ -70,7 +70,7 @@ def test_compute_bound_floor_at_very_large_batch() -> None:
 
 
 def test_ngram_drafting_costs_no_gpu_time() -> None:
-    dep = DeploymentConfig(model="llama-3.1-8b", drafter=NgramDrafter())
+    dep = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", drafter=NgramDrafter())
     cost = build_cost_model(resolve_deployment(dep))
     assert cost.draft is None
     assert float(cost.draft_cost_ratio(16, 1000)) < 0.01
@@ -81,16 +81,16 @@ def test_speedup_falls_with_concurrency(lesson: tuple[DeploymentConfig, StepCost
     cfg = SweepConfig(
         deployment=dep,
         workload=WorkloadConfig(),
-        mixes=(Mix(label="a", classes=(SimClass(name="a", share=1.0, alpha=0.7),)),),
+        alphas=(0.7,),
         ks=(3,),
         concurrencies=(1, 16, 64, 256),
         simulate_breakeven=False,
     )
-    res = run_sweep(cfg, resolve_deployment(dep, 256 * 768), cost)
-    s = [c.speedup.throughput for c in res.cells]
+    res = run_sweep(cfg, resolve_deployment(dep, WorkloadConfig(), 256), cost)
+    s = [c.speedup.throughput_speedup or 0.0 for c in res.cells]
     assert s == sorted(s, reverse=True)
-    assert s[0] > 2.0 and s[-1] < 1.0  # pays at C = 1, a net loss at C = 256 (the lesson's claim)
-    be = [row.alpha_breakeven_model[3] for row in res.rows]
+    assert s[0] > 2.0 and s[-1] < 1.0  # pays at C = 1, a net loss at C = 256
+    be = [row.for_k(3).alpha_breakeven_model for row in res.rows]
     assert all(b is not None for b in be)
     assert be == sorted(be)  # type: ignore[type-var]
 
@@ -114,8 +114,8 @@ def test_crossover_model_and_simulator_agree(
     wl = WorkloadConfig(
         prompt_len=FixedLength(value=512), output_len=LognormalLength(mean=256, sigma=0.5)
     )
-    cls = (SimClass(name="a", share=1.0, alpha=0.6),)
-    model = crossover_concurrency_model(cost, cls, 5, wl, b_max=256)
+    cls = (TrafficClass(name="a", share=1.0, alpha=0.6),)
+    model = crossover_batch_model(cost, cls, 5, wl, b_max=256)
     sim = crossover_concurrency_sim(cost, wl, 0.6, 5, c_max=256, seed=2)
     assert model is not None and sim is not None
     assert sim == pytest.approx(model, rel=0.15)

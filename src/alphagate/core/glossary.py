@@ -1,6 +1,6 @@
-"""The glossary: the three acceptance quantities, and the typed shapes shared by every layer.
+"""The glossary: the three acceptance quantities and the cost ratios, in one wording.
 
-alphagate keeps three acceptance quantities apart everywhere (DESIGN.md):
+alphagate keeps three acceptance quantities apart everywhere:
 
 - ``alpha`` (α): the *conditional* probability that a draft token is accepted given that all
   earlier draft tokens in the same block were accepted (Leviathan et al. 2023, Def. 3.2 and
@@ -17,13 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
-
-__all__ = [
-    "GLOSSARY",
-    "Frozen",
-    "TransformerShape",
-]
+__all__ = ["GLOSSARY"]
 
 
 GLOSSARY: Final[dict[str, str]] = {
@@ -51,26 +45,3 @@ GLOSSARY: Final[dict[str, str]] = {
         "(Leviathan assumes v = 1)."
     ),
 }
-
-
-class Frozen(BaseModel):
-    """Base for every config and result record: immutable, unknown fields rejected."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TransformerShape(Frozen):
-    """The numbers of a dense decoder-only transformer that set its size and KV-cache footprint.
-
-    Field names follow Hugging Face ``config.json`` (Llama / Qwen / Mistral style).
-    """
-
-    name: str
-    hidden_size: int = Field(gt=0)
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
-    tie_word_embeddings: bool = False

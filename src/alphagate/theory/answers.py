@@ -1,7 +1,8 @@
-"""Answers of the ``alphagate model`` verb: typed result records built from :mod:`alphagate.theory`.
+"""Answers of the ``alphagate model`` verb: typed result records built from the closed forms.
 
 Each builder takes validated inputs and returns one frozen record; renderers in
-:mod:`alphagate.report.model` turn records into tables and the CLI dumps them as JSON.
+:mod:`alphagate.report.model` turn records into tables and the CLI dumps them as JSON. The draft
+and verify costs default to Leviathan's idealisation (c = 0, v = 1) in every builder and flag.
 """
 
 from __future__ import annotations
@@ -10,19 +11,18 @@ import math
 from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
 from alphagate import theory
-from alphagate.config import CostModel, TrafficClass, validate_shares
-from alphagate.quantities import Frozen, TransformerShape
+from alphagate.core.records import Frozen
+from alphagate.core.traffic import TrafficClass, validate_classes
 
 __all__ = [
-    "RESULTS_SCHEMA",
     "BlendAnswer",
     "BlendClassRow",
     "BreakevenAnswer",
     "ConvertAnswer",
-    "FootprintRecord",
-    "MemoryAnswer",
+    "CostModel",
     "OptimalKAnswer",
     "RequiredAnswer",
     "SpeedupAnswer",
@@ -30,14 +30,22 @@ __all__ = [
     "blend_answer",
     "breakeven_answer",
     "convert_answer",
-    "memory_answer",
     "optimal_k_answer",
     "required_answer",
     "speedup_answer",
     "table_answer",
 ]
 
-RESULTS_SCHEMA = "alphagate.results/v1"
+
+class CostModel(Frozen):
+    """Draft and verify cost ratios in plain-decode-step units (see :data:`GLOSSARY`)."""
+
+    draft_cost: float = Field(
+        default=0.0, ge=0.0, description="c: one draft forward ÷ one decode step"
+    )
+    verify_cost: float = Field(
+        default=1.0, gt=0.0, description="v: K+1-token verify ÷ one decode step"
+    )
 
 
 def _opt(x: float) -> float | None:
@@ -46,7 +54,7 @@ def _opt(x: float) -> float | None:
 
 
 class SpeedupAnswer(Frozen):
-    """Exact speedup at (α, K, c, v), with the lesson's linear estimate next to it."""
+    """Exact speedup at (α, K, c, v), with the linear rule of thumb 1 + K·α next to it."""
 
     alpha: float
     k: int
@@ -92,7 +100,7 @@ def speedup_answer(alpha: float, k: int, costs: CostModel) -> SpeedupAnswer:
 
 
 class BreakevenAnswer(Frozen):
-    """α at which speculation stops paying (S = 1), exact and per the lesson's linear rule."""
+    """α at which speculation stops paying (S = 1), exact and per the linear rule overhead / K."""
 
     k: int
     draft_cost: float
@@ -231,13 +239,11 @@ class BlendAnswer(Frozen):
 
 
 def blend_answer(classes: list[TrafficClass], k: int, costs: CostModel) -> BlendAnswer:
-    validate_shares(classes)
-    alphas = [c.alpha for c in classes]
-    if any(a is None for a in alphas):
-        raise ValueError("every class needs an alpha to blend")
+    """Blend by time per token; a per-position class enters with the i.i.d. α of the same E."""
+    validate_classes(classes)
     b = theory.blend(
         [c.share for c in classes],
-        [float(a or 0.0) for a in alphas],
+        [theory.equivalent_alpha(c.conditional(k)) for c in classes],
         k,
         costs.draft_cost,
         costs.verify_cost,
@@ -309,62 +315,6 @@ def convert_answer(given: Quantity, value: float, k: int) -> ConvertAnswer:
         ),
         per_position_unconditional=per_pos,
         reason=reason,
-    )
-
-
-class FootprintRecord(Frozen):
-    name: str
-    kind: str
-    params: int
-    weight_bytes: float
-    weight_gib: float
-    kv_bytes_per_token: float
-    layers_with_kv: int
-
-
-def _record(fp: theory.Footprint) -> FootprintRecord:
-    return FootprintRecord(
-        name=fp.name,
-        kind=fp.kind,
-        params=fp.params,
-        weight_bytes=fp.weight_bytes,
-        weight_gib=fp.weight_bytes / 2**30,
-        kv_bytes_per_token=fp.kv_bytes_per_token,
-        layers_with_kv=fp.layers_with_kv,
-    )
-
-
-class MemoryAnswer(Frozen):
-    """Weights and KV per token of a target and its drafter, and what the drafter adds."""
-
-    dtype: str
-    target: FootprintRecord
-    draft: FootprintRecord
-    draft_weight_fraction_of_target: float
-    draft_kv_fraction_of_target: float
-    tokens_of_target_kv_displaced_by_draft_weights: float
-
-
-def memory_answer(
-    target: TransformerShape,
-    draft: Literal["eagle3", "eagle"] | TransformerShape,
-    dtype: str,
-    draft_vocab_size: int = 32_000,
-) -> MemoryAnswer:
-    t = theory.model_footprint(target, dtype, kind="target")
-    if draft == "eagle3":
-        d = theory.eagle3_head_footprint(target, dtype, draft_vocab_size=draft_vocab_size)
-    elif draft == "eagle":
-        d = theory.eagle_head_footprint(target, dtype)
-    else:
-        d = theory.model_footprint(draft, dtype)
-    return MemoryAnswer(
-        dtype=dtype,
-        target=_record(t),
-        draft=_record(d),
-        draft_weight_fraction_of_target=d.weight_bytes / t.weight_bytes,
-        draft_kv_fraction_of_target=d.kv_bytes_per_token / t.kv_bytes_per_token,
-        tokens_of_target_kv_displaced_by_draft_weights=d.weight_bytes / t.kv_bytes_per_token,
     )
 
 

@@ -1,0 +1,77 @@
+"""One ``alphagate bench`` run from start to :class:`~alphagate.bench.records.BenchResult`.
+
+:func:`run_bench` owns the event loop and the HTTP session, runs every level through
+:class:`~alphagate.bench.runner.BenchRunner`, and turns Ctrl-C (``KeyboardInterrupt``) into a
+result marked ``interrupted`` whose levels include the unfinished one, summarised from every record
+that completed. It writes nothing itself: each finished record goes to ``sink`` (the CLI appends it
+to ``requests.jsonl``) and to ``on_record`` (the live display).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from alphagate.bench.dataset import Prompt
+from alphagate.bench.records import BenchResult, RequestRecord, compare_levels
+from alphagate.bench.runner import BenchConfig, BenchRunner
+
+__all__ = ["redacted_config", "run_bench"]
+
+
+def redacted_config(cfg: BenchConfig) -> dict[str, Any]:
+    """The configuration as recorded in results: no key, no header value, no URL password."""
+    from alphagate.bench.secrets import redact_headers, redact_url
+
+    data = cfg.model_dump(mode="json")
+    data["targets"] = [[name, redact_url(url)] for name, url in cfg.targets]
+    data["headers"] = redact_headers(cfg.headers)
+    if cfg.metrics_urls:
+        data["metrics_urls"] = [redact_url(u) for u in cfg.metrics_urls]
+    data["api_key"] = None if cfg.api_key is None else "<redacted>"
+    return data
+
+
+def run_bench(
+    cfg: BenchConfig,
+    prompts: list[Prompt],
+    *,
+    run_id: str,
+    sink: Callable[[RequestRecord], None] | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    dataset_problems: list[str] | None = None,
+) -> BenchResult:
+    """Run every level against every target; Ctrl-C keeps every completed record."""
+    import aiohttp
+
+    state: dict[str, BenchRunner] = {}
+
+    async def main() -> None:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            runner = BenchRunner(
+                cfg, prompts, session, sink=sink, on_record=on_record, run_id=run_id
+            )
+            state["runner"] = runner
+            await runner.run()
+
+    interrupted = False
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        interrupted = True
+    runner = state.get("runner")
+    levels = [] if runner is None else list(runner.levels)
+    if interrupted and runner is not None:
+        levels += runner.unfinished_levels()
+    stop = runner.stop_reason if runner is not None else None
+    return BenchResult(
+        run_id=run_id,
+        config=redacted_config(cfg),
+        levels=levels,
+        comparisons=compare_levels(levels),
+        dataset_problems=dataset_problems or [],
+        interrupted=interrupted,
+        stop_reason="interrupted" if interrupted else stop,
+    )

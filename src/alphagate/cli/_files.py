@@ -1,0 +1,129 @@
+"""File output for the verbs: atomic writes (an old file survives a failed write) and a
+records appender that writes whole lines only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from alphagate.cli._app import fail
+
+__all__ = ["RecordsFile", "atomic_write_text", "sigterm_as_interrupt"]
+
+
+def atomic_write_text(path: Path, text: str, flag: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder, then rename.
+
+    On failure (a full disk, no permission) the previous file, if any, is untouched and the
+    error names ``flag``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        fail(f"cannot write {path}: {exc.strerror or exc}", flag)
+
+
+class RecordsFile:
+    """``requests.jsonl``, appended one whole line per finished request.
+
+    On open, a cut-off last line left by a crash is moved to ``requests.jsonl.partial-TIME`` (and
+    said in :attr:`notes`), so that every line of the file is valid JSON. A write that fails (a
+    full disk) is rolled back to the last whole line and raises ``OSError`` for the caller to stop.
+    """
+
+    def __init__(self, path: Path, flag: str) -> None:
+        self.path = path
+        self.notes: list[str] = []
+        self._flag = flag
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._set_aside_partial_line()
+            self._fh = path.open("ab")
+        except OSError as exc:
+            fail(f"cannot write {path}: {exc.strerror or exc}", flag)
+        self.earlier = self._count_runs()
+
+    def _set_aside_partial_line(self) -> None:
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        data = self.path.read_bytes()
+        if data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1
+        aside = self.path.with_name(f"{self.path.name}.partial-{time.strftime('%Y%m%dT%H%M%S')}")
+        aside.write_bytes(data[cut:])
+        with self.path.open("r+b") as fh:
+            fh.truncate(cut)
+        whole = data[:cut].count(b"\n")
+        self.notes.append(
+            f"{self.path} ended in a cut-off line (a run that crashed mid-write); it was moved to "
+            f"{aside} and the {whole} whole records before it are kept"
+        )
+
+    def _count_runs(self) -> int:
+        if self.path.stat().st_size == 0:
+            return 0
+        runs = set()
+        with self.path.open("rb") as fh:
+            for line in fh:
+                i = line.find(b'"run_id":"')
+                if i >= 0:
+                    runs.add(line[i + 10 : line.find(b'"', i + 10)])
+        if runs:
+            self.notes.append(
+                f"{self.path} already holds records of {len(runs)} earlier run(s); this run's "
+                "records are appended under a new run id"
+            )
+        return len(runs)
+
+    def append(self, record: BaseModel) -> None:
+        line = record.model_dump_json().encode() + b"\n"
+        pos = self._fh.tell()
+        try:
+            self._fh.write(line)
+            self._fh.flush()
+        except OSError:
+            with contextlib.suppress(OSError):
+                self._fh.truncate(pos)
+                self._fh.flush()
+            raise
+
+    def __enter__(self) -> RecordsFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self._fh.close()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a run as Ctrl-C does (records kept, summary written, exit 130)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

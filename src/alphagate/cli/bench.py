@@ -1,0 +1,435 @@
+"""``alphagate bench``: benchmark an OpenAI-compatible endpoint, or baseline vs candidate.
+
+Exit codes: 0 done; 1 every request failed, the error rate exceeded ``--max-error-rate``, or the
+records could not be written; 2 bad input; 130 interrupted (Ctrl-C or SIGTERM — the summary is
+still written from every completed record).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from alphagate.cli._app import (
+    JsonOpt,
+    app,
+    config_error,
+    console,
+    err_console,
+    fail,
+    finite_float,
+    int_list,
+    print_json,
+)
+from alphagate.cli._files import RecordsFile, atomic_write_text, sigterm_as_interrupt
+from alphagate.cli._options import SeedOpt, check_output_path
+
+if TYPE_CHECKING:
+    from alphagate.bench.dataset import Prompt
+    from alphagate.bench.records import BenchResult, RequestRecord
+    from alphagate.bench.runner import BenchConfig, Level
+
+_OUT_HELP = (
+    "Folder for requests.jsonl and summary.json (default results/bench-TIME). A re-run into the "
+    "same folder appends its records under a new run id; summary.json describes the newest run and "
+    "summary-RUN_ID.json keeps each run's own."
+)
+
+
+@app.command("bench")
+def bench_cmd(
+    url: Annotated[
+        str | None, typer.Option("--url", "--base-url", help="Endpoint base URL (one target).")
+    ] = None,
+    baseline_url: Annotated[
+        str | None, typer.Option("--baseline-url", help="A/B: the no-speculation server.")
+    ] = None,
+    candidate_url: Annotated[
+        str | None, typer.Option("--candidate-url", help="A/B: the speculative server.")
+    ] = None,
+    endpoint: Annotated[
+        Literal["completions", "chat"], typer.Option("--endpoint", help="API to call.")
+    ] = "completions",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (default: first of /v1/models).")
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="ALPHAGATE_API_KEY",
+            help="Bearer key (or $ALPHAGATE_API_KEY); never written out.",
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header", help="Extra header NAME:VALUE, repeated (values never written out)."
+        ),
+    ] = None,
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset",
+            "--dataset-path",
+            help="ShareGPT .json, .jsonl (prompt|messages, class, max_tokens) or synthetic:in=N,out=M.",
+        ),
+    ] = "synthetic:in=512,out=256",
+    dataset_name: Annotated[
+        Literal["random", "sharegpt", "custom"] | None,
+        typer.Option(
+            "--dataset-name",
+            help="vLLM-style: random (with --random-input-len/--random-output-len), or sharegpt/custom with --dataset-path.",
+        ),
+    ] = None,
+    random_input_len: Annotated[
+        int, typer.Option("--random-input-len", min=1, max=1_048_576)
+    ] = 1024,
+    random_output_len: Annotated[
+        int, typer.Option("--random-output-len", min=1, max=1_048_576)
+    ] = 128,
+    concurrency: Annotated[
+        str | None,
+        typer.Option(
+            "--concurrency",
+            "-c",
+            "--max-concurrency",
+            help="Closed-loop levels, e.g. 1,16,64 (with --rate: the cap on requests in flight).",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            "--request-rate",
+            min=1e-6,
+            max=1e6,
+            callback=finite_float("--rate"),
+            help="Open-loop request rate (req/s).",
+        ),
+    ] = None,
+    burstiness: Annotated[
+        float,
+        typer.Option("--burstiness", min=0.01, max=100.0, callback=finite_float("--burstiness")),
+    ] = 1.0,
+    num_prompts: Annotated[int, typer.Option("--num-prompts", "-n", min=1, max=10_000_000)] = 200,
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            "--duration",
+            min=0.001,
+            callback=finite_float("--duration"),
+            help="Stop sending after this many seconds per level.",
+        ),
+    ] = None,
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", min=0, help="First N requests per level excluded from statistics."
+        ),
+    ] = 0,
+    seed: SeedOpt = 0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            max=86_400.0,
+            callback=finite_float("--timeout"),
+            help="Seconds without data before a stream counts as stalled.",
+        ),
+    ] = 60.0,
+    metrics_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metrics-url", help="Prometheus endpoints to diff (replicas); default <url>/metrics."
+        ),
+    ] = None,
+    no_metrics: Annotated[
+        bool, typer.Option("--no-metrics", help="Do not scrape /metrics.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="A malformed dataset line is fatal.")
+    ] = False,
+    max_errors: Annotated[
+        int | None, typer.Option("--max-errors", min=1, help="Stop after N failed requests.")
+    ] = None,
+    max_error_rate: Annotated[
+        float,
+        typer.Option(
+            "--max-error-rate",
+            min=0.0,
+            max=1.0,
+            callback=finite_float("--max-error-rate"),
+            help="Stop (and exit 1) when failures ÷ requests of a level exceed this.",
+        ),
+    ] = 0.05,
+    max_duration: Annotated[
+        float | None,
+        typer.Option(
+            "--max-duration",
+            min=0.001,
+            callback=finite_float("--max-duration"),
+            help="Stop sending after this many seconds in all.",
+        ),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", "--result-dir", help=_OUT_HELP)] = None,
+    save_result: Annotated[
+        bool,
+        typer.Option(
+            "--save-result", hidden=True, help="Accepted for vLLM habits; results are always saved."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Benchmark an OpenAI-compatible endpoint (vLLM, SGLang, the twin) — or baseline vs candidate.
+
+    Each finished request is appended to requests.jsonl at once; Ctrl-C or SIGTERM ends the run
+    with every completed record kept and summary.json written (marked interrupted).
+    """
+    from alphagate.bench.dataset import DatasetError, load_prompts
+
+    cfg_targets = _targets(url, baseline_url, candidate_url)
+    if dataset_name == "random":
+        dataset = f"synthetic:in={random_input_len},out={random_output_len}"
+    if warmup >= num_prompts:
+        fail(f"--warmup {warmup} leaves no request of the {num_prompts} to measure", "--warmup")
+    out_dir = out or Path("results") / time.strftime("bench-%Y%m%d-%H%M%S")
+    check_output_path(out_dir, "--out", directory=True)
+    try:
+        prompts, problems = load_prompts(dataset, num_prompts, seed, strict=strict)
+    except DatasetError as exc:
+        fail(str(exc), "--dataset")
+    cfg = _config(
+        cfg_targets,
+        endpoint,
+        model,
+        api_key,
+        header,
+        concurrency,
+        rate,
+        burstiness,
+        num_prompts,
+        duration,
+        warmup,
+        seed,
+        timeout,
+        metrics_url,
+        no_metrics,
+        max_errors,
+        max_error_rate,
+        max_duration,
+    )
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    records = RecordsFile(out_dir / "requests.jsonl", "--out")
+    for note in records.notes:
+        err_console.print(f"[yellow]{note}[/yellow]")
+    if not as_json:
+        for p in problems:
+            err_console.print(f"[yellow]skipped:[/yellow] {p}")
+    with records, sigterm_as_interrupt():
+        result = _run(cfg, prompts, run_id, records, problems, quiet=as_json)
+    result = result.model_copy(update={"records_file": str(records.path)})
+    _write_summaries(result, out_dir)
+    if as_json:
+        print_json(result.payload())
+    else:
+        from alphagate.report.bench import render_bench
+
+        console.print(render_bench(result))
+        console.print(
+            f"records: {records.path}   summary: {out_dir / 'summary.json'}   run: {run_id}"
+        )
+    raise typer.Exit(_exit_code(result, max_error_rate, quiet=as_json))
+
+
+def _targets(
+    url: str | None, baseline: str | None, candidate: str | None
+) -> tuple[tuple[str, str], ...]:
+    if url and (baseline or candidate):
+        fail("give --url, or --baseline-url with --candidate-url", "--url")
+    if url:
+        return (("default", url),)
+    if baseline and candidate:
+        return (("baseline", baseline), ("candidate", candidate))
+    fail("give --url, or both --baseline-url and --candidate-url", "--url")
+
+
+def _levels(concurrency: str | None, rate: float | None) -> tuple[Level, ...]:
+    from alphagate.bench.runner import Level
+
+    conc = int_list(concurrency, "--concurrency", 1, 100_000) if concurrency else None
+    if rate is not None:
+        if conc:
+            return tuple(Level(label=f"r{rate:g}-c{c}", concurrency=c, rate=rate) for c in conc)
+        return (Level(label=f"r{rate:g}", rate=rate),)
+    return tuple(Level(label=f"c{c}", concurrency=c) for c in (conc or [1]))
+
+
+def _headers(
+    values: list[str] | None, api_key: str | None, targets: tuple[tuple[str, str], ...]
+) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """Extra headers, and URL credentials turned into a Basic Authorization header."""
+    from alphagate.bench.secrets import credentials_header, strip_credentials
+
+    headers: dict[str, str] = {}
+    for h in values or []:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            fail(f"{name.strip() or h[:20]!r}…: not NAME:VALUE", "--header")
+        headers[name.strip()] = value.strip()
+    clean = []
+    for name, u in targets:
+        try:
+            bare, user, password = strip_credentials(u)
+        except ValueError:
+            fail(f"{name} URL is not a valid URL", "--url")
+        if user is not None or password is not None:
+            if api_key is not None:
+                fail("give credentials in the URL or --api-key, not both", "--api-key")
+            headers["Authorization"] = credentials_header(user, password)
+        if not bare.startswith(("http://", "https://")):
+            fail(f"the {name} URL must start with http:// or https://", "--url")
+        clean.append((name, bare))
+    return headers, tuple(clean)
+
+
+def _config(
+    targets: tuple[tuple[str, str], ...],
+    endpoint: str,
+    model: str | None,
+    api_key: str | None,
+    header: list[str] | None,
+    concurrency: str | None,
+    rate: float | None,
+    burstiness: float,
+    num_prompts: int,
+    duration: float | None,
+    warmup: int,
+    seed: int,
+    timeout: float,
+    metrics_url: list[str] | None,
+    no_metrics: bool,
+    max_errors: int | None,
+    max_error_rate: float,
+    max_duration: float | None,
+) -> BenchConfig:
+    from pydantic import SecretStr, ValidationError
+
+    from alphagate.bench.runner import BenchConfig
+
+    if api_key is not None and not api_key.strip():
+        fail(
+            "the API key is empty; omit --api-key (and unset ALPHAGATE_API_KEY) to send none",
+            "--api-key",
+        )
+    headers, clean = _headers(header, api_key, targets)
+    for m in metrics_url or []:
+        if not m.startswith(("http://", "https://")):
+            fail(f"{m!r} is not an http(s) URL", "--metrics-url")
+    try:
+        return BenchConfig(
+            targets=clean,
+            endpoint=endpoint,
+            model=model,
+            api_key=SecretStr(api_key) if api_key else None,
+            headers=headers,
+            levels=_levels(concurrency, rate),
+            num_prompts=num_prompts,
+            duration_s=duration,
+            burstiness=burstiness,
+            warmup=warmup,
+            seed=seed,
+            timeout_s=timeout,
+            metrics_urls=tuple(metrics_url) if metrics_url else None,
+            scrape_metrics=not no_metrics,
+            max_errors=max_errors,
+            max_error_rate=max_error_rate,
+            max_duration_s=max_duration,
+        )
+    except ValidationError as exc:
+        config_error(exc)
+
+
+def _run(
+    cfg: BenchConfig,
+    prompts: list[Prompt],
+    run_id: str,
+    records: RecordsFile,
+    problems: list[str],
+    *,
+    quiet: bool,
+) -> BenchResult:
+    from alphagate.bench.progress import LiveStats
+    from alphagate.bench.run import run_bench
+    from alphagate.report.bench import progress_line
+
+    live_stats = LiveStats(len(prompts))
+    if quiet:
+        return run_bench(
+            cfg, prompts, run_id=run_id, sink=records.append, dataset_problems=problems
+        )
+    from rich.live import Live
+
+    with Live(console=console, refresh_per_second=4, transient=True) as live:
+
+        def on_record(rec: RequestRecord) -> None:
+            live_stats.add(rec)
+            live.update(
+                progress_line(
+                    live_stats.level,
+                    live_stats.target,
+                    live_stats.done,
+                    live_stats.failed,
+                    live_stats.tokens_per_s,
+                    live_stats.p99_itl_per_token_ms,
+                    len(prompts),
+                ),
+                refresh=False,
+            )
+
+        result = run_bench(
+            cfg,
+            prompts,
+            run_id=run_id,
+            sink=records.append,
+            on_record=on_record,
+            dataset_problems=problems,
+        )
+    if result.interrupted:
+        err_console.print(
+            f"[yellow]interrupted: the summary covers the {sum(lv.overall.completed + lv.overall.failed for lv in result.levels)} requests that completed[/yellow]"
+        )
+    elif result.stop_reason:
+        err_console.print(f"[yellow]stopped early: {result.stop_reason}[/yellow]")
+    return result
+
+
+def _write_summaries(result: BenchResult, out_dir: Path) -> None:
+    from alphagate.cli._app import json_dumps
+
+    text = json_dumps(result.payload()) + "\n"
+    atomic_write_text(out_dir / f"summary-{result.run_id}.json", text, "--out")
+    atomic_write_text(out_dir / "summary.json", text, "--out")
+
+
+def _exit_code(result: BenchResult, max_error_rate: float, *, quiet: bool) -> int:
+    if result.interrupted:
+        return 130
+    total = sum(lv.overall.completed + lv.overall.failed for lv in result.levels)
+    failed = sum(lv.overall.failed for lv in result.levels)
+    if total and failed == total:
+        err_console.print(f"[red]every request failed ({failed}/{total})[/red]")
+        return 1
+    if total and failed / total > max_error_rate:
+        err_console.print(
+            f"[red]error rate {failed}/{total} is above --max-error-rate {max_error_rate:g}[/red]"
+        )
+        return 1
+    if result.stop_reason and result.stop_reason.startswith("cannot write"):
+        return 1
+    return 0

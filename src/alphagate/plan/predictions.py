@@ -1,0 +1,142 @@
+"""Simulator answers a plan needs, for one deployment and workload: speedup, break-even,
+crossover, best K, and the batch-size schedule for K.
+
+Two routes, as in ``alphagate simulate``: the step-time model in closed form
+(:mod:`alphagate.sim.predict`, fast, used per batch size) and paired simulations (same requests
+with and without speculation, used at the plan's concurrency levels). The schedule comes from the
+model and is then checked against the simulations: a K that the simulator finds losing at a
+level is cut to 0 from that level up, so the table and the schedule never disagree.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from alphagate.core.traffic import TrafficClass
+from alphagate.plan.records import PlanRequest
+from alphagate.sim.cost import StepCostModel, build_cost_model
+from alphagate.sim.engine import Scenario
+from alphagate.sim.predict import (
+    MIN_GAIN,
+    best_k_model,
+    breakeven_alpha_model,
+    crossover_batch_model,
+    model_speedup,
+)
+from alphagate.sim.run import PairedRun, run_paired
+from alphagate.sim.sweep import default_num_requests
+from alphagate.sim.workload import (
+    ClosedLoop,
+    RequestSet,
+    sample_classes,
+    sample_requests,
+    unconditional_table,
+)
+from alphagate.specs.deployment import ResolvedDeployment, resolve_deployment
+
+__all__ = ["Predictor", "plan_levels"]
+
+#: The concurrencies every plan table shows (below the peak), beside the target and the peak.
+STANDARD_LEVELS = (1, 4, 16, 64, 128, 256)
+
+
+def plan_levels(target: int, peak: int) -> list[int]:
+    """Concurrencies of the plan's table: 1, the standard ones below the peak, target and peak."""
+    levels = {1, target, peak}
+    levels.update(c for c in STANDARD_LEVELS if c < peak)
+    return sorted(levels)
+
+
+class Predictor:
+    """Everything a plan asks of the simulator, cached per (concurrency, classes, K)."""
+
+    def __init__(self, req: PlanRequest) -> None:
+        self.req = req
+        self.workload = req.workload
+        self.resolved: ResolvedDeployment = resolve_deployment(
+            req.deployment, req.workload, req.peak
+        )
+        self.cost: StepCostModel = build_cost_model(self.resolved)
+        self.b_max = self.resolved.largest_batch(req.workload)
+        self._requests: dict[int, RequestSet] = {}
+        self._paired: dict[tuple[int, tuple[TrafficClass, ...], int], PairedRun] = {}
+
+    def batch(self, concurrency: int) -> float:
+        """The steady batch at a concurrency: capped by what the deployment holds."""
+        return float(min(concurrency, self.b_max))
+
+    # ---------------------------------------------------------------- paired simulations
+    def _requests_for(self, users: int) -> RequestSet:
+        if users not in self._requests:
+            self._requests[users] = sample_requests(
+                self.workload,
+                default_num_requests(users),
+                ClosedLoop(users=users),
+                np.random.default_rng([self.req.seed, users]),
+            )
+        return self._requests[users]
+
+    def paired(self, users: int, classes: tuple[TrafficClass, ...], k: int) -> PairedRun:
+        """K drafts vs no speculation on the same requests, ``users`` closed-loop users."""
+        key = (users, classes, k)
+        if key not in self._paired:
+            base = self._requests_for(users)
+            cls = sample_classes(classes, base.n, np.random.default_rng([self.req.seed, users, 7]))
+            sc = Scenario(
+                k,
+                ClosedLoop(users=users),
+                base.with_classes(cls),
+                unconditional_table(classes, k),
+                self.req.deployment.max_num_seqs,
+            )
+            self._paired[key] = run_paired(
+                self.cost, sc, np.random.default_rng([self.req.seed, users, k])
+            )
+        return self._paired[key]
+
+    def sim_speedup(self, users: int, classes: tuple[TrafficClass, ...], k: int) -> float:
+        """Simulated throughput speedup; exactly 1 for K = 0."""
+        if k == 0:
+            return 1.0
+        s = self.paired(users, classes, k).speedup.throughput_speedup
+        return float("nan") if s is None else s
+
+    def best_k_sim(self, users: int, classes: tuple[TrafficClass, ...]) -> tuple[int, float]:
+        """The simulator's best K in 1..k_max at ``users`` and its speedup (which may be < 1)."""
+        speeds = {k: self.sim_speedup(users, classes, k) for k in self._k_range}
+        k = max(speeds, key=lambda x: speeds[x])
+        return k, speeds[k]
+
+    def paying_k_sim(self, users: int, classes: tuple[TrafficClass, ...]) -> int:
+        """The simulator's best K at ``users`` if it gains at least MIN_GAIN, else 0."""
+        k, s = self.best_k_sim(users, classes)
+        return k if s >= MIN_GAIN else 0
+
+    @cached_property
+    def _k_range(self) -> range:
+        return range(1, (self.req.k or self.req.k_max) + 1)
+
+    # ---------------------------------------------------------------- step-time model
+    def model_speedup(self, classes: tuple[TrafficClass, ...], k: int, concurrency: int) -> float:
+        return model_speedup(self.cost, classes, k, self.batch(concurrency), self.workload)
+
+    def breakeven(self, k: int, concurrency: int) -> float | None:
+        """Break-even α for K at a concurrency (None: no α pays; K = 0: None)."""
+        if k == 0:
+            return None
+        return breakeven_alpha_model(self.cost, k, self.batch(concurrency), self.workload)
+
+    def crossover(self, classes: tuple[TrafficClass, ...], k: int) -> float | None:
+        """Batch where K stops paying for ``classes`` (None: pays up to the largest batch)."""
+        return crossover_batch_model(self.cost, classes, k, self.workload, self.b_max)
+
+    def model_schedule(self, classes: tuple[TrafficClass, ...]) -> list[int]:
+        """Best K per batch size 1..max_num_seqs from the model, non-increasing, capped at K."""
+        k_cap = self.req.k or self.req.k_max
+        ks = [
+            best_k_model(self.cost, classes, float(b), self.workload, k_cap)[0]
+            for b in range(1, self.req.deployment.max_num_seqs + 1)
+        ]
+        return [int(x) for x in np.minimum.accumulate(ks)]

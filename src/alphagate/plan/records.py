@@ -1,0 +1,242 @@
+"""The typed records of a rollout plan: the request, and every section of the :class:`Plan`.
+
+A plan is computed for the *policy it ships*: a K per concurrency — the engine's batch-size
+schedule for K when it has one (vLLM ``num_speculative_tokens_per_batch_size``), else one fixed
+K with speculation off above a concurrency. The verdict, the per-class calls and the gate are all
+evaluated for that policy; the fixed-K figures are shown beside them when they differ.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from alphagate.core.records import Frozen, Results
+from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
+from alphagate.specs.workload import WorkloadConfig
+
+__all__ = [
+    "AlphaSource",
+    "ClassRow",
+    "Gate",
+    "LoadRow",
+    "Memory",
+    "Plan",
+    "PlanRequest",
+    "Playbook",
+    "Stage",
+    "Verdict",
+]
+
+Verdict = Literal["go", "go for some classes only", "measure first", "no-go"]
+AlphaSource = Literal["given", "prior", "measured"]
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def parse_engine_version(text: str) -> tuple[int, int]:
+    """``0.11``, ``v0.32.1`` → (major, minor); anything else (``0.11rc1``, ``banana``) → ValueError."""
+    m = _VERSION.match(text.strip())
+    if not m:
+        raise ValueError(
+            f"engine version {text!r} is not MAJOR.MINOR[.PATCH] (for example 0.11 or 0.32.1)"
+        )
+    return int(m.group(1)), int(m.group(2))
+
+
+class PlanRequest(Frozen):
+    """What a plan is computed for: one deployment, its traffic, and the load it must carry."""
+
+    deployment: DeploymentConfig = Field(
+        default_factory=DeploymentConfig, description="model, GPU, dtypes, drafter, engine limits"
+    )
+    workload: WorkloadConfig = Field(
+        description="lengths and classes; a class without α gets a documented prior"
+    )
+    concurrency: int = Field(ge=1, le=65_536, description="the concurrency the fleet runs at")
+    peak_concurrency: int | None = Field(
+        default=None, ge=1, le=65_536, description="the highest concurrency it must survive"
+    )
+    slo_p99_itl_ms: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="P99 ITL-per-token SLO (ms)"
+    )
+    engine: Literal["vllm", "sglang"] = "vllm"
+    engine_version: str | None = Field(
+        default=None, description="MAJOR.MINOR[.PATCH]; None = a current build"
+    )
+    k: int | None = Field(
+        default=None, ge=1, le=16, description="fixed K to evaluate; None = the best K"
+    )
+    k_max: int = Field(default=8, ge=1, le=16, description="largest K considered")
+    seed: int = Field(default=0, ge=0)
+    url: str = Field(default="http://127.0.0.1:8000", description="server URL in the commands")
+    served_model: str | None = Field(default=None, description="model name the server serves")
+
+    @field_validator("engine_version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_engine_version(v)
+        return v
+
+    @model_validator(mode="after")
+    def _peak(self) -> PlanRequest:
+        if self.peak_concurrency is not None and self.peak_concurrency < self.concurrency:
+            raise ValueError(
+                f"peak concurrency {self.peak_concurrency} is below the target {self.concurrency}"
+            )
+        return self
+
+    @property
+    def peak(self) -> int:
+        return self.peak_concurrency or self.concurrency
+
+
+class ClassRow(Frozen):
+    """One traffic class under the shipped policy."""
+
+    name: str
+    share: float = Field(description="fraction of output tokens")
+    alpha: float = Field(description="conditional α used (the prior's midpoint for a prior)")
+    alpha_label: str = Field(description="α as given: one value or one per position")
+    alpha_low: float = Field(description="low end of the prior (= α when given or measured)")
+    alpha_high: float
+    alpha_source: AlphaSource
+    source: str = Field(description="the α's origin in words (file, prior range and note)")
+    speedup_target: float = Field(
+        description="throughput speedup of this class alone at the target"
+    )
+    speedup_peak: float = Field(description="the same at the peak concurrency")
+    alpha_gate: float | None = Field(description="α this class must clear; None: speculation off")
+    clears_gate: bool = Field(
+        description="α ≥ gate α wherever the policy speculates, target to peak"
+    )
+    fails_at_concurrency: int | None = Field(
+        description="the lowest concurrency (target..peak) where it does not clear the gate"
+    )
+    crossover_concurrency: float | None = Field(
+        description="batch where speculation stops paying for this class at the fixed K (model)"
+    )
+
+
+class LoadRow(Frozen):
+    """Predicted figures at one concurrency (paired simulation: same requests on and off)."""
+
+    concurrency: int
+    k: int = Field(description="K the shipped policy runs at this concurrency (0 = off)")
+    throughput_speedup: float = Field(description="on ÷ off output tokens/s with that K")
+    itl_p50_off_ms: float
+    itl_p99_off_ms: float
+    itl_p50_on_ms: float
+    itl_p99_on_ms: float
+    tpot_speedup: float | None = Field(description="off ÷ on mean TPOT")
+    alpha_breakeven: float | None = Field(
+        description="α where K pays off at this concurrency (model); None: no α pays"
+    )
+    fixed_k: int = Field(description="the fixed K evaluated beside the policy")
+    fixed_k_speedup: float = Field(description="throughput speedup with the fixed K")
+    best_k_sim: int = Field(description="the simulator's best K in 1..k_max here")
+    best_k_sim_speedup: float = Field(description="its throughput speedup (may be below 1)")
+
+
+class Memory(Frozen):
+    """What the drafter costs in memory."""
+
+    draft_name: str
+    draft_params: int
+    draft_weight_bytes: float
+    draft_kv_bytes_per_token: float
+    target_kv_bytes_per_token: float
+    kv_tokens_without_draft: int
+    kv_tokens_with_draft: int
+    kv_tokens_lost: int
+    sequences_lost: float = Field(description="KV tokens lost ÷ mean sequence tokens")
+    mean_sequence_tokens: float
+
+
+class Stage(Frozen):
+    """One rollout stage: what to do, the commands, and when it is done."""
+
+    number: int
+    title: str
+    goal: str
+    commands: list[str]
+    exit_criteria: list[str]
+    notes: list[str] = Field(default_factory=list)
+
+
+class Gate(Frozen):
+    """Acceptance thresholds, decided at the concurrency where the shipped policy is hardest."""
+
+    concurrency: int = Field(description="the concurrency the gate is decided at")
+    k: int = Field(description="K the policy runs there")
+    alpha_breakeven: float = Field(description="break-even α at that concurrency and K (model)")
+    alpha_min: float = Field(description="break-even α + the safety margin")
+    draft_acceptance_rate_min: float = Field(description="ρ at alpha_min and K: what vLLM reports")
+    mean_acceptance_length_min: float = Field(description="τ at alpha_min and K")
+    quantity_gated: str
+    fixed_rule_alpha: float = Field(description="the common fixed gate α ≥ 0.55, for comparison")
+    fixed_rule_draft_acceptance_rate: float = Field(
+        description="ρ the fixed rule implies at this K"
+    )
+    max_p99_itl_per_token_regression: float
+    min_tpot_speedup: float
+
+
+class Playbook(Frozen):
+    """One cause of a worse P99, its size in this deployment, and what to do."""
+
+    cause: str
+    number: str
+    mitigation: str
+
+
+class Plan(Results):
+    """A staged rollout plan (``alphagate plan --json`` prints it; the markdown renders it)."""
+
+    verb: Literal["plan"] = "plan"
+    verdict: Verdict
+    reason: str = Field(description="why, in one sentence with every figure's concurrency")
+    change_verdict: list[str] = Field(
+        description="what measurement or change would turn a no-go or measure-first verdict"
+    )
+    deployment: str
+    deployment_detail: DeploymentSummary
+    method: str
+    draft: str | None
+    engine: str
+    engine_version: str | None
+    policy: str = Field(description="the shipped policy in words")
+    fixed_k: int = Field(description="the one K evaluated without a schedule")
+    concurrency: int
+    peak_concurrency: int
+    slo_p99_itl_ms: float | None
+    classes: list[ClassRow]
+    routed_away: list[str] = Field(description="classes to serve without speculation")
+    rows: list[LoadRow]
+    headline_speedup: float = Field(
+        description="throughput speedup at the target of what is recommended (after routing)"
+    )
+    fleet_speedup: float = Field(description="the same over all traffic, routed-away classes at 1×")
+    blend_speedup_target: float = Field(description="all classes at the target, shipped K")
+    blend_speedup_peak: float
+    blend_speedup_target_closed_form: float
+    naive_mean_alpha: float
+    naive_alpha_speedup_target: float
+    blend_crossover_concurrency: float | None
+    crossover_search_max: int
+    memory: Memory
+    speculative_config: dict[str, object]
+    speculative_config_static: dict[str, object]
+    dynamic_k_supported: bool
+    batch_schedule: list[list[int]]
+    schedule_confidence: str
+    schedule_agreement: float
+    disable_above_concurrency: int | None
+    sglang_flags: list[str]
+    gate: Gate | None = Field(description="None for a no-go: nothing to gate")
+    stages: list[Stage]
+    risks: list[str]
+    playbook: list[Playbook]
+    uses_priors: bool

@@ -1,0 +1,139 @@
+"""Answers from the step-time model in closed form: speedup at a batch size, break-even α,
+crossover batch size, best K per batch size.
+
+At batch B and mean context S̄ the emergent cost ratios c(B) and v(B, K) of
+:class:`~alphagate.sim.cost.StepCostModel` go into Leviathan's S = E(α, K) / (K·c + v), with the
+prefills of the requests that replace finished ones folded into each step. These are fast (no
+simulation) and are cross-checked against paired simulations in the tests and in ``simulate``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from alphagate.core.traffic import TrafficClass
+from alphagate.sim.cost import StepCostModel
+from alphagate.specs.workload import WorkloadConfig, length_mean
+from alphagate.theory.acceptance import expected_tokens_per_pass_by_pos
+from alphagate.theory.roots import bisect
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+__all__ = [
+    "MIN_GAIN",
+    "best_k_model",
+    "breakeven_alpha_model",
+    "crossover_batch_model",
+    "model_speedup",
+    "single_class",
+]
+
+#: A gain below 2% is within the model's error: not worth turning speculation on for.
+MIN_GAIN = 1.02
+
+
+def single_class(alpha: float) -> tuple[TrafficClass, ...]:
+    """All traffic in one class at ``alpha``."""
+    return (TrafficClass(name="all", share=1.0, alpha=alpha),)
+
+
+def _poisson_pmf(lam: float) -> tuple[IntArray, FloatArray]:
+    """Counts 0..⌈λ + 8√λ + 8⌉ and their Poisson(λ) probabilities."""
+    from scipy.stats import poisson  # scipy.stats costs ~0.3 s to import: only when used
+
+    j = np.arange(int(lam + 8.0 * math.sqrt(lam) + 8.0))
+    return j, np.asarray(poisson.pmf(j, lam), dtype=np.float64)
+
+
+def model_speedup(
+    cost: StepCostModel,
+    classes: tuple[TrafficClass, ...],
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
+) -> float:
+    """Steady-state throughput speedup at ``batch`` running sequences, from the step-time model.
+
+    Each step decodes ``batch`` sequences (K drafts each) and, in a closed loop, prefills the
+    requests that replace the finished ones: batch · E / L̄_out requests per step with E tokens
+    per sequence per step. With several classes the batch holds each class in proportion to how
+    long it stays (share / E_i), so tokens per sequence per step is the harmonic blend of the E_i.
+    K = 0 gives exactly 1.
+    """
+    if k == 0:
+        return 1.0
+    l_out = length_mean(workload.output_len)
+    l_in = length_mean(workload.prompt_len)
+    ctx = workload.mean_context()
+    shares = np.asarray([c.share for c in classes])
+    e_cls = np.asarray([float(expected_tokens_per_pass_by_pos(c.conditional(k))) for c in classes])
+    e = 1.0 / float((shares / shares.sum() / e_cls).sum())
+
+    def step(kk: int, tokens_per_seq: float) -> float:
+        # requests finishing (and so prefilling) per step ~ Poisson(batch · E / L̄_out); the step
+        # time is convex in the tokens it carries, so average over the count, not the mean count
+        j, pmf = _poisson_pmf(batch * tokens_per_seq / l_out)
+        pre = j * l_in
+        t = cost.step_time(kk, batch, batch * ctx, pre, 0.0, pre * 0.5 * l_in, batch)
+        return float((pmf * t).sum() / pmf.sum())
+
+    return (e / step(k, e)) / (1.0 / step(0, 1.0))
+
+
+def breakeven_alpha_model(
+    cost: StepCostModel, k: int, batch: float, workload: WorkloadConfig
+) -> float | None:
+    """α where the model speedup at ``batch`` reaches 1; 0 when any α pays, None when α = 1 does not."""
+    if model_speedup(cost, single_class(0.0), k, batch, workload) >= 1.0:
+        return 0.0
+    if model_speedup(cost, single_class(1.0), k, batch, workload) < 1.0:
+        return None
+    return bisect(
+        lambda a: model_speedup(cost, single_class(a), k, batch, workload) >= 1.0,
+        0.0,
+        1.0,
+        tol=1e-9,
+    )
+
+
+def crossover_batch_model(
+    cost: StepCostModel,
+    classes: tuple[TrafficClass, ...],
+    k: int,
+    workload: WorkloadConfig,
+    b_max: int,
+) -> float | None:
+    """Batch size at which the model speedup falls to 1 (log-scale bisection).
+
+    None when speculation still pays at ``b_max`` (the largest batch the deployment holds);
+    1.0 when it never pays.
+    """
+    if model_speedup(cost, classes, k, 1.0, workload) <= 1.0:
+        return 1.0
+    if model_speedup(cost, classes, k, float(b_max), workload) > 1.0:
+        return None
+    return bisect(
+        lambda b: model_speedup(cost, classes, k, b, workload) <= 1.0,
+        1.0,
+        float(b_max),
+        tol=1e-9,
+        scale="log",
+    )
+
+
+def best_k_model(
+    cost: StepCostModel,
+    classes: tuple[TrafficClass, ...],
+    batch: float,
+    workload: WorkloadConfig,
+    k_max: int,
+) -> tuple[int, float]:
+    """The K in 1..k_max with the highest model speedup at ``batch``, as ``(K, speedup)``;
+    ``(0, 1.0)`` — speculation off — when the best gain is below :data:`MIN_GAIN`."""
+    speeds = [model_speedup(cost, classes, k, batch, workload) for k in range(1, k_max + 1)]
+    best = int(np.argmax(speeds))
+    return (best + 1, speeds[best]) if speeds[best] >= MIN_GAIN else (0, 1.0)
