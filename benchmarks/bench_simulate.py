@@ -19,32 +19,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.statistical.reference_sim import reference_simulate
 
+from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import build_cost_model
-from alphagate.sim.engine import Scenario, simulate
+from alphagate.sim.engine import Scenario, run_engine
 from alphagate.sim.run import run_scenarios
-from alphagate.sim.sweep import unconditional_table
-from alphagate.sim.workload import (
-    ClosedLoop,
-    LognormalLength,
-    RequestSet,
-    SimClass,
-    WorkloadConfig,
-    sample_requests,
-)
+from alphagate.sim.workload import ClosedLoop, RequestSet, sample_requests, unconditional_table
 from alphagate.specs import DeploymentConfig, resolve_deployment
+from alphagate.specs.workload import LognormalLength, WorkloadConfig
 
 USERS, N, K, ALPHA = 256, 20_000, 5, 0.7
 
 
 def main() -> None:
     dep = DeploymentConfig(weight_dtype="fp8")
-    cost = build_cost_model(resolve_deployment(dep, need_kv_tokens=USERS * 768))
-    cls = (SimClass(name="all", share=1.0, alpha=ALPHA),)
-    wl = WorkloadConfig(
-        output_len=LognormalLength(mean=256, sigma=0.6), classes=cls, num_requests=N
-    )
+    cls = (TrafficClass(name="all", share=1.0, alpha=ALPHA),)
+    wl = WorkloadConfig(output_len=LognormalLength(mean=256, sigma=0.6), classes=cls)
+    cost = build_cost_model(resolve_deployment(dep, wl, USERS))
     arr = ClosedLoop(users=USERS)
-    reqs = sample_requests(wl, arr, np.random.default_rng(0))
+    reqs = sample_requests(wl, N, arr, np.random.default_rng(0))
     table = unconditional_table(cls, K)
     spec = Scenario(K, arr, reqs, table, 256)
     base = Scenario(0, arr, reqs, table, 256)
@@ -78,7 +70,7 @@ def main() -> None:
     )
     sub_sc = Scenario(K, arr, sub, table, 256)
     t0 = time.perf_counter()
-    eng = simulate(cost, [sub_sc], np.random.default_rng(2))[0]
+    eng = run_engine(cost, sub_sc, np.random.default_rng(2))
     t_eng = time.perf_counter() - t0
     t0 = time.perf_counter()
     fast = run_scenarios(cost, [sub_sc], np.random.default_rng(2))[0]

@@ -18,6 +18,8 @@ contention and batch-size policies; ``tests/statistical`` checks the two against
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
@@ -29,7 +31,7 @@ from alphagate.sim.kernel import (
     accepted_per_position,
     prefill_chunks,
 )
-from alphagate.sim.workload import ClosedLoop
+from alphagate.sim.workload import ClosedLoop, RequestSet
 from alphagate.theory.acceptance import expected_tokens_per_pass
 
 IntArray = npt.NDArray[np.int64]
@@ -89,6 +91,86 @@ def _decode_plan(
     return req, local, acc, emit, before
 
 
+@dataclass(frozen=True)
+class _Timeline:
+    """Every request's place in step space: admitted at ``start``, first token at ``first``."""
+
+    start: IntArray
+    first: IntArray
+    finish: IntArray
+    n_dec: IntArray
+    steps: int
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """Per-step batch composition, shape ``[steps]`` (hist: ``[steps, K + 2]``)."""
+
+    n_decode: IntArray
+    ctx_decode: FloatArray
+    decode_tokens: FloatArray
+    hist: IntArray
+    chunks: tuple[IntArray, IntArray, IntArray] | None
+
+
+def _timeline(req: RequestSet, users: int, n_pre: IntArray, n_dec: IntArray) -> _Timeline:
+    """Requests dealt to users round-robin, each user's requests back to back."""
+    n = req.n
+    rounds = -(-n // users)
+    grid = np.zeros(rounds * users, dtype=np.int64)
+    grid[:n] = n_pre + n_dec  # steps from admission to finish, inclusive
+    grid2 = grid.reshape(rounds, users)
+    start = (np.cumsum(grid2, axis=0) - grid2).ravel()[:n]
+    first = start + n_pre - 1
+    finish = first + n_dec
+    return _Timeline(start, first, finish, n_dec, int(finish.max()) + 1)
+
+
+def _speculative_batches(
+    req: RequestSet, t: _Timeline, plan: tuple[IntArray, ...], width: int
+) -> _Batches:
+    d_req, d_local, _, d_emit, d_before = plan
+    m = t.steps
+    d_step = t.first[d_req] + 1 + d_local
+    ctx = np.bincount(d_step, weights=req.prompt_len[d_req] + d_before, minlength=m)
+    return _Batches(
+        n_decode=np.bincount(d_step, minlength=m),
+        ctx_decode=np.asarray(ctx, dtype=np.float64),
+        decode_tokens=np.asarray(np.bincount(d_step, weights=d_emit, minlength=m), np.float64),
+        hist=np.bincount(d_step * width + d_emit, minlength=m * width).reshape(m, width),
+        chunks=(d_req, d_step, d_emit),
+    )
+
+
+def _plain_batches(req: RequestSet, t: _Timeline, width: int) -> _Batches:
+    """One token per decode step; context = prompt + (step − first − 1). Per-step sums of
+    piecewise-linear terms come from difference arrays."""
+    m = t.steps
+    on = np.bincount(t.first + 1, minlength=m + 1) - np.bincount(t.finish + 1, minlength=m + 1)
+    n_decode = np.cumsum(on)[:m]
+    offset = (req.prompt_len - t.first - 1).astype(np.float64)
+    off_diff = np.bincount(t.first + 1, weights=offset, minlength=m + 1) - np.bincount(
+        t.finish + 1, weights=offset, minlength=m + 1
+    )
+    hist = np.zeros((m, width), dtype=np.int64)
+    hist[:, 1] = n_decode
+    return _Batches(
+        n_decode=n_decode,
+        ctx_decode=np.cumsum(off_diff)[:m] + np.arange(m, dtype=np.float64) * n_decode,
+        decode_tokens=n_decode.astype(np.float64),
+        hist=hist,
+        chunks=None,
+    )
+
+
+def _plain_chunks(t: _Timeline) -> tuple[IntArray, IntArray, IntArray]:
+    """Baseline chunk records: one chunk of one token per decode step."""
+    n_dec = t.n_dec
+    b_req = np.repeat(np.arange(n_dec.size), n_dec)
+    b_local = np.arange(b_req.size) - np.repeat(np.cumsum(n_dec) - n_dec, n_dec)
+    return b_req, t.first[b_req] + 1 + b_local, np.ones(b_req.size, dtype=np.int64)
+
+
 def run_closed_loop(
     cost: StepCostModel, sc: Scenario, rng: np.random.Generator, *, record_chunks: bool = False
 ) -> RunTrace:
@@ -98,108 +180,63 @@ def run_closed_loop(
             "scenario needs the step-by-step engine (open loop, think time, queueing or policy)"
         )
     assert isinstance(sc.arrivals, ClosedLoop)
-    users = sc.arrivals.users
-    req = sc.requests
-    n = req.n
-    k = sc.k
-    budget = cost.max_num_batched_tokens
+    req, k = sc.requests, sc.k
+    width = k + 2
     need = np.maximum(req.output_len - 1, 0)  # tokens after the first one
 
     # 1. decode steps of every request, in step space (independent of timing)
     plan = None
     if k > 0:
-        thr_table = np.asarray(sc.unconditional, dtype=np.float64)[:, :k]
-        plan = _decode_plan(rng, need, req.class_idx, thr_table, k)
-        n_dec = np.bincount(plan[0], minlength=n)
-    else:
-        n_dec = need
-
-    # 2. each user's timeline: requests dealt round-robin, back to back
-    p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, budget)
-    n_pre = np.bincount(p_req, minlength=n)  # prefill steps per request
-    duration = n_pre + n_dec  # steps from admission to finish, inclusive
-    rounds = -(-n // users)
-    grid = np.zeros(rounds * users, dtype=np.int64)
-    grid[:n] = duration
-    grid2 = grid.reshape(rounds, users)
-    start = (np.cumsum(grid2, axis=0) - grid2).ravel()[:n]
-    first = start + n_pre - 1
-    finish = first + n_dec
-    m = int(finish.max()) + 1
-    width = k + 2
-
-    # 3. batch composition per step
-    p_step = start[p_req] + p_chunk
-    pf_tok = np.bincount(p_step, weights=p_tok, minlength=m)
-    pf_ctx = np.bincount(p_step, weights=p_ctx, minlength=m)
-    pf_pairs = np.bincount(p_step, weights=p_tok * (p_ctx + 0.5 * p_tok), minlength=m)
-    ctx_dec: FloatArray
-    chunks: tuple[IntArray, IntArray, IntArray] | None = None
-    d_acc: IntArray | None = None
-    if plan is not None:
-        d_req, d_local, d_acc, d_emit, d_before = plan
-        d_step = first[d_req] + 1 + d_local
-        dec_per_step = np.bincount(d_step, minlength=m)
-        ctx_dec = np.asarray(
-            np.bincount(d_step, weights=req.prompt_len[d_req] + d_before, minlength=m),
-            dtype=np.float64,
-        )
-        hist = np.bincount(d_step * width + d_emit, minlength=m * width).reshape(m, width)
-        dec_tokens = np.bincount(d_step, weights=d_emit, minlength=m)
-        chunks = (d_req, d_step, d_emit)
-    else:
-        # baseline: one token per decode step, context = prompt + (step − first − 1); sums of
-        # piecewise-linear terms per step come from difference arrays
-        steps = np.arange(m, dtype=np.float64)
-        on = np.bincount(first + 1, minlength=m + 1) - np.bincount(finish + 1, minlength=m + 1)
-        dec_per_step = np.cumsum(on)[:m]
-        offset = (req.prompt_len - first - 1).astype(np.float64)
-        off_diff = np.bincount(first + 1, weights=offset, minlength=m + 1) - np.bincount(
-            finish + 1, weights=offset, minlength=m + 1
-        )
-        ctx_dec = np.cumsum(off_diff)[:m] + steps * dec_per_step
-        hist = np.zeros((m, width), dtype=np.int64)
-        hist[:, 1] = dec_per_step
-        dec_tokens = dec_per_step.astype(np.float64)
+        thr = np.asarray(sc.unconditional, dtype=np.float64)[:, :k]
+        plan = _decode_plan(rng, need, req.class_idx, thr, k)
+    n_dec = np.bincount(plan[0], minlength=req.n) if plan is not None else need
+    # 2. each user's timeline, then the batch composition of every step
+    p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, cost.max_num_batched_tokens)
+    t = _timeline(req, sc.arrivals.users, np.bincount(p_req, minlength=req.n), n_dec)
+    m = t.steps
+    b = (
+        _speculative_batches(req, t, plan, width)
+        if plan is not None
+        else _plain_batches(req, t, width)
+    )
+    p_step = t.start[p_req] + p_chunk
     running = np.cumsum(
-        np.bincount(start, minlength=m + 1) - np.bincount(finish + 1, minlength=m + 1)
+        np.bincount(t.start, minlength=m + 1) - np.bincount(t.finish + 1, minlength=m + 1)
     )[:m]
-
-    # 4. price every step at once, then wall-clock times
-    dt = cost.step_time(k, dec_per_step, ctx_dec, pf_tok, pf_ctx, pf_pairs, running)
+    # 3. price every step at once, then wall-clock times
+    dt = cost.step_time(
+        k,
+        b.n_decode,
+        b.ctx_decode,
+        np.bincount(p_step, weights=p_tok, minlength=m),
+        np.bincount(p_step, weights=p_ctx, minlength=m),
+        np.bincount(p_step, weights=p_tok * (p_ctx + 0.5 * p_tok), minlength=m),
+        running,
+    )
     end = np.cumsum(dt)
-    tokens = (dec_tokens + np.bincount(first, minlength=m)).astype(np.int64)
-    if k > 0 and d_acc is not None:
-        per_pos = accepted_per_position(acceptance_histogram(d_acc, k))
-        drafts, accepted = int(d_acc.size), int(d_acc.sum())
-    else:
-        per_pos = np.zeros(0, dtype=np.int64)
-        drafts = accepted = 0
-    chunk_req = chunk_step = chunk_tok = np.zeros(0, dtype=np.int64)
-    if record_chunks:
-        if chunks is None:  # baseline: one chunk of one token per decode step
-            b_req = np.repeat(np.arange(n), n_dec)
-            b_local = np.arange(b_req.size) - np.repeat(np.cumsum(n_dec) - n_dec, n_dec)
-            chunks = (b_req, first[b_req] + 1 + b_local, np.ones(b_req.size, dtype=np.int64))
-        chunk_req, chunk_step, chunk_tok = chunks
+    # 4. counters (vLLM semantics) and, when asked, the chunk records
+    acc = plan[2] if plan is not None else np.zeros(0, dtype=np.int64)
+    chunks = (b.chunks or _plain_chunks(t)) if record_chunks else (np.zeros(0, dtype=np.int64),) * 3
     return RunTrace(
         scenario=sc,
-        arrival_s=np.where(start > 0, end[np.maximum(start - 1, 0)], 0.0),
-        first_token_s=end[first],
-        finish_s=end[finish],
+        arrival_s=np.where(t.start > 0, end[np.maximum(t.start - 1, 0)], 0.0),
+        first_token_s=end[t.first],
+        finish_s=end[t.finish],
         n_chunks=n_dec + 1,
         step_dt_s=dt,
         step_end_s=end,
         step_k=np.full(m, k, dtype=np.int64),
-        step_n_decode=dec_per_step.astype(np.int64),
+        step_n_decode=b.n_decode.astype(np.int64),
         step_n_running=running,
-        step_tokens=tokens,
-        step_chunk_hist=hist,
-        num_drafts=drafts,
-        num_draft_tokens=drafts * k,
-        num_accepted_tokens=accepted,
-        accepted_per_pos=per_pos,
-        chunk_request=chunk_req,
-        chunk_step=chunk_step,
-        chunk_tokens=chunk_tok,
+        step_tokens=(b.decode_tokens + np.bincount(t.first, minlength=m)).astype(np.int64),
+        step_chunk_hist=b.hist,
+        num_drafts=int(acc.size),
+        num_draft_tokens=int(acc.size) * k,
+        num_accepted_tokens=int(acc.sum()),
+        accepted_per_pos=accepted_per_position(acceptance_histogram(acc, k))
+        if k
+        else np.zeros(0, dtype=np.int64),
+        chunk_request=chunks[0],
+        chunk_step=chunks[1],
+        chunk_tokens=chunks[2],
     )
