@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from alphagate.sim.kernel import (
+    acceptance_histogram,
     accepted_drafts,
     accepted_per_position,
-    acceptance_histogram,
     decode_budget,
     prefill_allocation,
     prefill_chunks,
@@ -40,6 +40,7 @@ def test_prefill_is_first_come_first_served() -> None:
 
 def test_prefill_chunks_cover_every_prompt_once() -> None:
     req, chunk, ctx, tok = prefill_chunks(np.array([5, 12, 4]), 4)
+    np.testing.assert_array_equal(chunk, [0, 1, 0, 1, 2, 0])
     np.testing.assert_array_equal(req, [0, 0, 1, 1, 1, 2])
     np.testing.assert_array_equal(tok, [4, 1, 4, 4, 4, 4])
     np.testing.assert_array_equal(ctx, [0, 4, 0, 4, 8, 0])
