@@ -192,3 +192,20 @@ class BenchResult(Results):
         default=None, description="why the run ended early (interrupted, error rate, ...)"
     )
     records_file: str | None = None
+
+    @property
+    def requests(self) -> tuple[int, int]:
+        """(requests finished, of which failed) over every level."""
+        total = sum(lv.overall.completed + lv.overall.failed for lv in self.levels)
+        return total, sum(lv.overall.failed for lv in self.levels)
+
+    def failure(self, max_error_rate: float) -> str | None:
+        """Why this run should not count as a measurement, or None."""
+        total, failed = self.requests
+        if total and failed == total:
+            return f"every request failed ({failed}/{total})"
+        if total and failed / total > max_error_rate:
+            return f"error rate {failed}/{total} is above --max-error-rate {max_error_rate:g}"
+        if self.stop_reason and self.stop_reason.startswith("cannot write"):
+            return self.stop_reason
+        return None

@@ -11,24 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Literal
 
 import aiohttp
 import numpy as np
-import orjson
 from pydantic import Field, SecretStr
 
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import LevelSummary, RequestRecord, summarize_level
+from alphagate.bench.replies import ReplyStream, error_message
 from alphagate.bench.sse import SSEParser
 from alphagate.core.records import Frozen
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
 from alphagate.sim.workload import arrival_times
 
-__all__ = ["BenchConfig", "BenchRunner", "Level"]
+__all__ = ["BenchConfig", "BenchRunner", "Level", "levels_for"]
 
 
 class Level(Frozen):
@@ -71,6 +70,17 @@ class BenchConfig(Frozen):
 
     #: requests a level must have finished before the error rate can stop it
     MIN_REQUESTS_FOR_RATE: ClassVar[int] = 20
+
+
+def levels_for(concurrency: list[int] | None, rate: float | None) -> tuple[Level, ...]:
+    """Closed-loop levels ``c<N>``; with a rate, open-loop ``r<R>`` (capped at each concurrency)."""
+    if rate is not None:
+        if concurrency:
+            return tuple(
+                Level(label=f"r{rate:g}-c{c}", concurrency=c, rate=rate) for c in concurrency
+            )
+        return (Level(label=f"r{rate:g}", rate=rate),)
+    return tuple(Level(label=f"c{c}", concurrency=c) for c in (concurrency or [1]))
 
 
 def _headers(cfg: BenchConfig) -> dict[str, str]:
@@ -297,62 +307,18 @@ class BenchRunner:
 
     async def one(self, target: str, url: str, level: str, index: int, p: Prompt) -> RequestRecord:
         """Send one streamed request and measure it; failures come back as records, not raises."""
-        path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
-        state = _Stream()
+        state = ReplyStream()
         send = time.perf_counter()
-        err: tuple[str, str] | None = None
-        # stall watchdog: one timer per timeout period rather than one per read (aiohttp's
-        # sock_read arms a timer for every chunk, which costs ~5% of the client's CPU)
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        limit = self.cfg.timeout_s
-        stalled = False
-        last_io = loop.time()
-        handle: asyncio.TimerHandle | None = None
-
-        def watchdog() -> None:
-            nonlocal handle, stalled
-            idle = loop.time() - last_io
-            if idle >= limit and task is not None:
-                stalled = True
-                task.cancel()
-            else:
-                handle = loop.call_later(limit - idle, watchdog)
-
-        handle = loop.call_later(limit, watchdog)
+        watchdog = _Watchdog(self.cfg.timeout_s)
         try:
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=limit)
-            async with self.session.post(
-                url.rstrip("/") + path,
-                json=self._payload(p),
-                headers=_headers(self.cfg),
-                timeout=timeout,
-            ) as resp:
-                if resp.status >= 400:
-                    body = (await resp.text())[:500]
-                    err = (f"http_{resp.status}", _error_message(body))
-                else:
-                    parser = SSEParser()
-                    async for data in resp.content.iter_any():
-                        last_io = loop.time()
-                        now = time.perf_counter() - send
-                        for ev in parser.feed(data):
-                            problem = state.event(ev.data, now)
-                            if problem is not None:
-                                err = problem
-                                break
-                        if err is not None or state.done:
-                            break
-                    if err is None and not state.done:
-                        err = ("stream_truncated", "the stream ended without [DONE]")
+            err = await self._exchange(url, p, state, send, watchdog)
         except asyncio.CancelledError:
-            if not stalled:
+            if not watchdog.fired:
                 raise
-            if task is not None and hasattr(task, "uncancel"):
-                task.uncancel()
-            err = ("stall_timeout", f"no data for {limit:g} s")
+            watchdog.uncancel()
+            err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
         except (aiohttp.ServerTimeoutError, asyncio.TimeoutError):
-            err = ("stall_timeout", f"no data for {limit:g} s")
+            err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
         except aiohttp.ClientConnectorError as exc:
             err = ("connection_refused", str(exc))
         except aiohttp.ClientPayloadError as exc:
@@ -360,9 +326,8 @@ class BenchRunner:
         except aiohttp.ClientError as exc:
             err = ("client_error", f"{type(exc).__name__}: {exc}")
         finally:
-            handle.cancel()
+            watchdog.stop()
         tokens, source = state.chunk_tokens()
-        end = state.last_s
         return RequestRecord(
             run_id=self.run_id,
             id=next(self._ids),
@@ -376,76 +341,68 @@ class BenchRunner:
             chunk_times_s=state.times,
             chunk_tokens=tokens,
             tokens_per_chunk_source=source,
-            e2e_s=end,
+            e2e_s=state.last_s,
             error_type=None if err is None else err[0],
             error_message=None if err is None else err[1],
             warmup=index < self.cfg.warmup,
         )
 
+    async def _exchange(
+        self, url: str, p: Prompt, state: ReplyStream, send: float, watchdog: _Watchdog
+    ) -> tuple[str, str] | None:
+        """POST the request and read its stream into ``state``; returns a failure or None."""
+        path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s)
+        async with self.session.post(
+            url.rstrip("/") + path,
+            json=self._payload(p),
+            headers=_headers(self.cfg),
+            timeout=timeout,
+        ) as resp:
+            if resp.status >= 400:
+                return (f"http_{resp.status}", error_message((await resp.text())[:2000]))
+            parser = SSEParser()
+            async for data in resp.content.iter_any():
+                watchdog.touch()
+                now = time.perf_counter() - send
+                for ev in parser.feed(data):
+                    problem = state.event(ev.data, now)
+                    if problem is not None:
+                        return problem
+                if state.done:
+                    return None
+        return ("stream_truncated", "the stream ended without [DONE]")
 
-def _error_message(body: str) -> str:
-    try:
-        obj = json.loads(body)
-        if isinstance(obj, dict):
-            e = obj.get("error", obj)
-            if isinstance(e, dict) and "message" in e:
-                return str(e["message"])
-    except json.JSONDecodeError:
-        pass
-    return body
 
+class _Watchdog:
+    """Cancels the current task after ``limit`` seconds without data.
 
-class _Stream:
-    """Accumulates one SSE stream: chunk times, text sizes, usage."""
+    One timer per timeout period rather than one per read: aiohttp's ``sock_read`` arms a timer
+    for every chunk, which costs ~5% of the client's CPU.
+    """
 
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        self.sizes: list[int] = []  # characters per chunk, for apportioning tokens without usage
-        self.cum_usage: list[int | None] = []
-        self.prompt_tokens: int | None = None
-        self.output_tokens: int | None = None
-        self.done = False
-        self.last_s: float | None = None
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.fired = False
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._last = self._loop.time()
+        self._handle = self._loop.call_later(limit, self._check)
 
-    def event(self, data: str, now: float) -> tuple[str, str] | None:
-        if data == "[DONE]" or data.strip() == "[DONE]":
-            self.done = True
-            return None
-        try:
-            obj = orjson.loads(data)  # the hot path: one parse per streamed chunk
-        except orjson.JSONDecodeError:
-            return ("malformed_sse", f"not JSON: {data[:80]!r}")
-        if type(obj) is not dict:
-            return ("malformed_sse", f"not a JSON object: {data[:80]!r}")
-        if "error" in obj:
-            return ("server_error", _error_message(data))
-        usage = obj.get("usage")
-        choices = obj.get("choices")
-        if choices:
-            c0 = choices[0]
-            text = c0.get("text")
-            if text is None:
-                delta = c0.get("delta")
-                text = delta.get("content") if delta else None
-            if text:
-                self.times.append(now)
-                self.last_s = now
-                self.sizes.append(len(text))
-                self.cum_usage.append(usage["completion_tokens"] if usage else None)
-        if usage:
-            self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
-            self.output_tokens = usage.get("completion_tokens", self.output_tokens)
-        return None
+    def touch(self) -> None:
+        self._last = self._loop.time()
 
-    def chunk_tokens(self) -> tuple[list[int], str]:
-        """Tokens per chunk: from continuous usage when the server sends it, else apportioned."""
-        if self.cum_usage and all(u is not None for u in self.cum_usage):
-            cum = [int(u) for u in self.cum_usage if u is not None]
-            return [cum[0], *(b - a for a, b in itertools.pairwise(cum))], "usage"
-        if not self.sizes:
-            return [], "none"
-        w = np.maximum(np.asarray(self.sizes, dtype=np.float64), 1.0)
-        total = self.output_tokens or len(w)
-        share = np.floor(w / w.sum() * total).astype(int)
-        share[np.argsort(-(w / w.sum() * total - share))[: int(total - share.sum())]] += 1
-        return [int(x) for x in share], "apportioned"
+    def _check(self) -> None:
+        idle = self._loop.time() - self._last
+        if idle >= self.limit and self._task is not None:
+            self.fired = True
+            self._task.cancel()
+        else:
+            self._handle = self._loop.call_later(self.limit - idle, self._check)
+
+    def uncancel(self) -> None:
+        if self._task is not None and hasattr(self._task, "uncancel"):
+            self._task.uncancel()
+
+    def stop(self) -> None:
+        self._handle.cancel()

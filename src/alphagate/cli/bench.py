@@ -31,7 +31,7 @@ from alphagate.cli._options import SeedOpt, check_output_path
 if TYPE_CHECKING:
     from alphagate.bench.dataset import Prompt
     from alphagate.bench.records import BenchResult, RequestRecord
-    from alphagate.bench.runner import BenchConfig, Level
+    from alphagate.bench.runner import BenchConfig
 
 _OUT_HELP = (
     "Folder for requests.jsonl and summary.json (default results/bench-TIME). A re-run into the "
@@ -193,7 +193,6 @@ def bench_cmd(
     """
     from alphagate.bench.dataset import DatasetError, load_prompts
 
-    cfg_targets = _targets(url, baseline_url, candidate_url)
     if dataset_name == "random":
         dataset = f"synthetic:in={random_input_len},out={random_output_len}"
     if warmup >= num_prompts:
@@ -205,24 +204,24 @@ def bench_cmd(
     except DatasetError as exc:
         fail(str(exc), "--dataset")
     cfg = _config(
-        cfg_targets,
-        endpoint,
-        model,
+        _targets(url, baseline_url, candidate_url),
         api_key,
         header,
         concurrency,
         rate,
-        burstiness,
-        num_prompts,
-        duration,
-        warmup,
-        seed,
-        timeout,
         metrics_url,
-        no_metrics,
-        max_errors,
-        max_error_rate,
-        max_duration,
+        endpoint=endpoint,
+        model=model,
+        num_prompts=num_prompts,
+        duration_s=duration,
+        burstiness=burstiness,
+        warmup=warmup,
+        seed=seed,
+        timeout_s=timeout,
+        scrape_metrics=not no_metrics,
+        max_errors=max_errors,
+        max_error_rate=max_error_rate,
+        max_duration_s=max_duration,
     )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     records = RecordsFile(out_dir / "requests.jsonl", "--out")
@@ -244,7 +243,7 @@ def bench_cmd(
         console.print(
             f"records: {records.path}   summary: {out_dir / 'summary.json'}   run: {run_id}"
         )
-    raise typer.Exit(_exit_code(result, max_error_rate, quiet=as_json))
+    raise typer.Exit(_exit_code(result, max_error_rate))
 
 
 def _targets(
@@ -259,97 +258,44 @@ def _targets(
     fail("give --url, or both --baseline-url and --candidate-url", "--url")
 
 
-def _levels(concurrency: str | None, rate: float | None) -> tuple[Level, ...]:
-    from alphagate.bench.runner import Level
-
-    conc = int_list(concurrency, "--concurrency", 1, 100_000) if concurrency else None
-    if rate is not None:
-        if conc:
-            return tuple(Level(label=f"r{rate:g}-c{c}", concurrency=c, rate=rate) for c in conc)
-        return (Level(label=f"r{rate:g}", rate=rate),)
-    return tuple(Level(label=f"c{c}", concurrency=c) for c in (conc or [1]))
-
-
-def _headers(
-    values: list[str] | None, api_key: str | None, targets: tuple[tuple[str, str], ...]
-) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
-    """Extra headers, and URL credentials turned into a Basic Authorization header."""
-    from alphagate.bench.secrets import credentials_header, strip_credentials
-
-    headers: dict[str, str] = {}
-    for h in values or []:
-        name, sep, value = h.partition(":")
-        if not sep or not name.strip():
-            fail(f"{name.strip() or h[:20]!r}…: not NAME:VALUE", "--header")
-        headers[name.strip()] = value.strip()
-    clean = []
-    for name, u in targets:
-        try:
-            bare, user, password = strip_credentials(u)
-        except ValueError:
-            fail(f"{name} URL is not a valid URL", "--url")
-        if user is not None or password is not None:
-            if api_key is not None:
-                fail("give credentials in the URL or --api-key, not both", "--api-key")
-            headers["Authorization"] = credentials_header(user, password)
-        if not bare.startswith(("http://", "https://")):
-            fail(f"the {name} URL must start with http:// or https://", "--url")
-        clean.append((name, bare))
-    return headers, tuple(clean)
-
-
 def _config(
     targets: tuple[tuple[str, str], ...],
-    endpoint: str,
-    model: str | None,
     api_key: str | None,
     header: list[str] | None,
     concurrency: str | None,
     rate: float | None,
-    burstiness: float,
-    num_prompts: int,
-    duration: float | None,
-    warmup: int,
-    seed: int,
-    timeout: float,
     metrics_url: list[str] | None,
-    no_metrics: bool,
-    max_errors: int | None,
-    max_error_rate: float,
-    max_duration: float | None,
+    **fields: object,
 ) -> BenchConfig:
     from pydantic import SecretStr, ValidationError
 
-    from alphagate.bench.runner import BenchConfig
+    from alphagate.bench.runner import BenchConfig, levels_for
+    from alphagate.bench.secrets import auth_headers
+    from alphagate.core.errors import ConfigError
 
-    if api_key is not None and not api_key.strip():
-        fail(
-            "the API key is empty; omit --api-key (and unset ALPHAGATE_API_KEY) to send none",
-            "--api-key",
+    try:
+        headers, clean = auth_headers(header or [], api_key, targets)
+    except ConfigError as exc:
+        flag = (
+            "--header"
+            if "NAME:VALUE" in str(exc)
+            else "--api-key"
+            if "key" in str(exc)
+            else "--url"
         )
-    headers, clean = _headers(header, api_key, targets)
+        config_error(exc, flag)
     for m in metrics_url or []:
         if not m.startswith(("http://", "https://")):
             fail(f"{m!r} is not an http(s) URL", "--metrics-url")
+    conc = int_list(concurrency, "--concurrency", 1, 100_000) if concurrency else None
     try:
         return BenchConfig(
             targets=clean,
-            endpoint=endpoint,
-            model=model,
             api_key=SecretStr(api_key) if api_key else None,
             headers=headers,
-            levels=_levels(concurrency, rate),
-            num_prompts=num_prompts,
-            duration_s=duration,
-            burstiness=burstiness,
-            warmup=warmup,
-            seed=seed,
-            timeout_s=timeout,
+            levels=levels_for(conc, rate),
             metrics_urls=tuple(metrics_url) if metrics_url else None,
-            scrape_metrics=not no_metrics,
-            max_errors=max_errors,
-            max_error_rate=max_error_rate,
-            max_duration_s=max_duration,
+            **fields,
         )
     except ValidationError as exc:
         config_error(exc)
@@ -417,19 +363,11 @@ def _write_summaries(result: BenchResult, out_dir: Path) -> None:
     atomic_write_text(out_dir / "summary.json", text, "--out")
 
 
-def _exit_code(result: BenchResult, max_error_rate: float, *, quiet: bool) -> int:
+def _exit_code(result: BenchResult, max_error_rate: float) -> int:
     if result.interrupted:
         return 130
-    total = sum(lv.overall.completed + lv.overall.failed for lv in result.levels)
-    failed = sum(lv.overall.failed for lv in result.levels)
-    if total and failed == total:
-        err_console.print(f"[red]every request failed ({failed}/{total})[/red]")
-        return 1
-    if total and failed / total > max_error_rate:
-        err_console.print(
-            f"[red]error rate {failed}/{total} is above --max-error-rate {max_error_rate:g}[/red]"
-        )
-        return 1
-    if result.stop_reason and result.stop_reason.startswith("cannot write"):
+    why = result.failure(max_error_rate)
+    if why is not None:
+        err_console.print(f"[red]{why}[/red]")
         return 1
     return 0

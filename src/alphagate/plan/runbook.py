@@ -154,26 +154,21 @@ def _gate_stage(req: PlanRequest, p: Plan) -> Stage:
     )
 
 
-def stages(req: PlanRequest, p: Plan) -> list[Stage]:
-    """Stage 0 (baseline) to 5 (steady state); a no-go plan stops at what would change it."""
-    if p.verdict == "no-go":
-        return _no_go_stages(req, p)
-    g = p.gate
-    assert g is not None
+def _enable_stage(req: PlanRequest, p: Plan) -> Stage:
     routed = (
         f" Route {', '.join(p.routed_away)} to a pool without speculation." if p.routed_away else ""
     )
     if p.dynamic_k_supported:
-        stage1_note = (
-            f"The batch-size schedule comes from the step-time model's best K per batch size, "
-            f"checked by simulation at every concurrency of the table (confidence "
+        note = (
+            "The batch-size schedule comes from the step-time model's best K per batch size, "
+            "checked by simulation at every concurrency of the table (confidence "
             f"{p.schedule_confidence}: the shipped K is the simulator's best within 2% at "
             f"{p.schedule_agreement:.0%} of them). It is derived from a roofline model, not swept "
             "on your GPU — Stage 2 confirms it."
         )
     else:
         above = p.disable_above_concurrency
-        stage1_note = f"This engine build has no per-batch-size schedule: run K={p.fixed_k}" + (
+        note = f"This engine build has no per-batch-size schedule: run K={p.fixed_k}" + (
             f" and send traffic above concurrency {above} to a pool without speculation."
             if above
             else "."
@@ -183,49 +178,56 @@ def stages(req: PlanRequest, p: Plan) -> list[Stage]:
         if p.verdict == "measure first"
         else "on a staging replica"
     )
+    return Stage(
+        number=1,
+        title="Enable speculative decoding",
+        goal=f"Turn on {p.method} with {p.policy} {why}.{routed}",
+        commands=[_serve(req, p, static=not p.dynamic_k_supported)],
+        exit_criteria=[
+            "the server starts and exports vllm:spec_decode_* counters"
+            if req.engine == "vllm"
+            else "the server starts and logs accept len"
+        ],
+        notes=[note],
+    )
+
+
+def _measure_stage(req: PlanRequest, p: Plan) -> Stage:
+    return Stage(
+        number=2,
+        title="Measure α on real traffic",
+        goal="Replace every prior with a measurement: replay production-like prompts and read "
+        "the engine's counters.",
+        commands=[_bench(req, p, "results/candidate"), _replan(req, p)],
+        exit_criteria=[
+            "≥ 2,000 drafts per class; ρ per class known to ±0.02 (95% CI from the counts)",
+            "conditional α per position computed (per-position rate ÷ previous position)",
+            "the re-run plan keeps its verdict",
+        ],
+        notes=[
+            "bench reads the server's counters, so one run measures the traffic it sends: "
+            "bench each class's prompts in its own run for per-class α."
+        ],
+    )
+
+
+def _canary_stages(p: Plan) -> list[Stage]:
+    g = p.gate
+    assert g is not None
+    rho = f"{g.draft_acceptance_rate_min:.3f}"
     return [
-        _baseline_stage(req, p),
-        Stage(
-            number=1,
-            title="Enable speculative decoding",
-            goal=f"Turn on {p.method} with {p.policy} {why}.{routed}",
-            commands=[_serve(req, p, static=not p.dynamic_k_supported)],
-            exit_criteria=[
-                "the server starts and exports vllm:spec_decode_* counters"
-                if req.engine == "vllm"
-                else "the server starts and logs accept len"
-            ],
-            notes=[stage1_note],
-        ),
-        Stage(
-            number=2,
-            title="Measure α on real traffic",
-            goal="Replace every prior with a measurement: replay production-like prompts and read "
-            "the engine's counters.",
-            commands=[_bench(req, p, "results/candidate"), _replan(req, p)],
-            exit_criteria=[
-                "≥ 2,000 drafts per class; ρ per class known to ±0.02 (95% CI from the counts)",
-                "conditional α per position computed (per-position rate ÷ previous position)",
-                "the re-run plan keeps its verdict",
-            ],
-            notes=[
-                "bench reads the server's counters, so one run measures the traffic it sends: "
-                "bench each class's prompts in its own run for per-class α."
-            ],
-        ),
-        _gate_stage(req, p),
         Stage(
             number=4,
             title="Canary",
             goal="Shift real traffic in steps and watch acceptance and the tail.",
             commands=["5% of traffic for 30 min → 25% for 2 h → 50% for 24 h", alert_rules(p)],
             exit_criteria=[
-                f"ρ stays ≥ {g.draft_acceptance_rate_min:.3f} over every 10-minute window",
+                f"ρ stays ≥ {rho} over every 10-minute window",
                 "P99 ITL per token within 10% of the baseline pool; no rise in error rate",
             ],
             notes=[
-                f"Roll back when ρ < {g.draft_acceptance_rate_min:.3f} for 10 min, or P99 ITL "
-                "per token exceeds the baseline by 10% for 10 min."
+                f"Roll back when ρ < {rho} for 10 min, or P99 ITL per token exceeds the "
+                "baseline by 10% for 10 min."
             ],
         ),
         Stage(
@@ -233,10 +235,24 @@ def stages(req: PlanRequest, p: Plan) -> list[Stage]:
             title="Full rollout and steady state",
             goal="All traffic; keep measuring, because α drifts with traffic.",
             commands=[
-                "keep the Stage 4 alert rules; re-run Stage 2 weekly and after every model or head update"
+                "keep the Stage 4 alert rules; re-run Stage 2 weekly and after every model or "
+                "head update"
             ],
             exit_criteria=["a week at 100% with no alert", "per-class ρ tracked on a dashboard"],
         ),
+    ]
+
+
+def stages(req: PlanRequest, p: Plan) -> list[Stage]:
+    """Stage 0 (baseline) to 5 (steady state); a no-go plan stops at what would change it."""
+    if p.verdict == "no-go":
+        return _no_go_stages(req, p)
+    return [
+        _baseline_stage(req, p),
+        _enable_stage(req, p),
+        _measure_stage(req, p),
+        _gate_stage(req, p),
+        *_canary_stages(p),
     ]
 
 

@@ -208,40 +208,35 @@ def render_memory(a: MemoryAnswer) -> RenderableType:
     return Group(t, summary)
 
 
+def _grid(a: TableAnswer, vi: int, title: str, values: list[list[float]], be: bool) -> Table:
+    t = add_columns(
+        new_table(title),
+        "K",
+        *(f"α={al:g}" for al in a.alphas),
+        *(["α_be", "linear α_be"] if be else []),
+        left=0,
+    )
+    for ki, k in enumerate(a.ks):
+        cells = [f"[red]{x:.2f}{LOSS}[/red]" if x < 1.0 else f"{x:.2f}" for x in values[ki]]
+        extra = (
+            [fmt_alpha(a.alpha_breakeven[vi][ki]), fmt_alpha(a.alpha_breakeven_linear[vi][ki])]
+            if be
+            else []
+        )
+        t.add_row(str(k), *cells, *extra)
+    return t
+
+
 def render_table(a: TableAnswer, show_linear: bool = False) -> RenderableType:
+    """The exact speedup grid per verify cost (and, with ``show_linear``, the linear estimate's)."""
     parts: list[RenderableType] = []
     for vi, v in enumerate(a.verify_costs):
-        t = add_columns(
-            new_table(f"Speedup (exact), draft cost c={a.draft_cost:g}, verify cost v={v:g}"),
-            "K",
-            *(f"α={al:g}" for al in a.alphas),
-            "α_be",
-            "linear α_be",
-            left=0,
-        )
-        for ki, k in enumerate(a.ks):
-            cells = []
-            for ai in range(len(a.alphas)):
-                s = a.speedup[vi][ki][ai]
-                cell = f"{s:.2f}"
-                if show_linear:
-                    cell += f" [dim]({a.linear_speedup[vi][ki][ai]:.2f})[/dim]"
-                cells.append(f"[red]{cell}{LOSS}[/red]" if s < 1.0 else cell)
-            t.add_row(
-                str(k),
-                *cells,
-                fmt_alpha(a.alpha_breakeven[vi][ki]),
-                fmt_alpha(a.alpha_breakeven_linear[vi][ki]),
-            )
-        parts.append(t)
+        costs = f"draft cost c={a.draft_cost:g}, verify cost v={v:g}"
+        parts.append(_grid(a, vi, f"Speedup (exact), {costs}", a.speedup[vi], be=True))
+        if show_linear:
+            title = f"Linear estimate (1+K·α)/(1+overhead), {costs} — APPROXIMATION"
+            parts.append(_grid(a, vi, title, a.linear_speedup[vi], be=False))
     parts.append(Text(f"{LOSS} = net loss (speedup below 1×)", style="dim"))
-    if show_linear:
-        parts.append(
-            Text(
-                "(in parentheses: the linear estimate (1+K·α)/(1+overhead) — an approximation)",
-                style="dim",
-            )
-        )
     return Group(*parts)
 
 
