@@ -18,7 +18,7 @@ from alphagate.plan.engine_config import ScheduleError, compress_schedule, valid
 from alphagate.plan.records import parse_engine_version
 from tests.conftest import Cli
 
-GOLDEN = Path(__file__).with_name("golden_lesson_plan.json")
+GOLDEN = Path(__file__).with_name("golden_chat_code_plan.json")
 VLLM_FIELDS = json.loads(
     Path(__file__).with_name("vllm_speculative_config_fields.json").read_text()
 )
@@ -120,7 +120,7 @@ def test_gates_come_from_the_concurrency_the_verdict_is_decided_at() -> None:
     assert fixed["verdict"] == "go for some classes only" and fixed["routed_away"] == ["code"]
 
 
-def test_lesson_gate_literal_values() -> None:
+def test_chat_code_gate_literal_values() -> None:
     """The 70/30 chat/code case at 64 (peak 256) on 70B FP8 / H100: gate literals, by hand."""
     d = _plan(*MIX, "--concurrency", "64", "--peak-concurrency", "256")
     g = d["gate"]
@@ -286,7 +286,7 @@ def test_engine_versions_are_parsed_strictly(cli: Cli) -> None:
 
 
 # ---------------------------------------------------------------- golden
-def test_lesson_plan_golden() -> None:
+def test_chat_code_plan_golden() -> None:
     """The 70/30 case at concurrency 256: numbers reviewed by hand once; the tests above check
     the same plan independently (no-go, K = 0 at 256, nothing turned on)."""
     d = _plan(*MIX, "--concurrency", "256")

@@ -55,9 +55,19 @@ def _plan():  # type: ignore[no-untyped-def]
 def _record(i: int, target: str, tokens: list[int], gap: float) -> RequestRecord:
     times = [0.01 + gap * j for j in range(len(tokens))]
     return RequestRecord(
-        run_id="r", id=i, target=target, level="c16", cls=None, prompt_tokens=8,
-        output_tokens=sum(tokens), send_s=0.0, ttft_s=times[0], chunk_times_s=times,
-        chunk_tokens=tokens, tokens_per_chunk_source="usage", e2e_s=times[-1],
+        run_id="r",
+        id=i,
+        target=target,
+        level="c16",
+        cls=None,
+        prompt_tokens=8,
+        output_tokens=sum(tokens),
+        send_s=0.0,
+        ttft_s=times[0],
+        chunk_times_s=times,
+        chunk_tokens=tokens,
+        tokens_per_chunk_source="usage",
+        e2e_s=times[-1],
     )
 
 
@@ -65,14 +75,33 @@ def _bench() -> BenchResult:
     base = [_record(i, "baseline", [1] * 20, 0.010) for i in range(8)]
     cand = [_record(i, "candidate", [1, 3, 1, 4, 1, 3, 2, 4, 1], 0.014) for i in range(8)]
     fail = RequestRecord(
-        run_id="r", id=99, target="candidate", level="c16", cls=None, prompt_tokens=None,
-        output_tokens=None, send_s=0.0, ttft_s=None, chunk_times_s=[], chunk_tokens=[],
-        tokens_per_chunk_source="none", e2e_s=None, error_type="http_404",
+        run_id="r",
+        id=99,
+        target="candidate",
+        level="c16",
+        cls=None,
+        prompt_tokens=None,
+        output_tokens=None,
+        send_s=0.0,
+        ttft_s=None,
+        chunk_times_s=[],
+        chunk_tokens=[],
+        tokens_per_chunk_source="none",
+        e2e_s=None,
+        error_type="http_404",
         error_message="The model `llama-3.3-70b` does not exist.",
     )
     acc = spec_delta(
         [SpecCounters(present=True)],
-        [SpecCounters(drafts=64, draft_tokens=192, accepted=98, present=True, per_pos={0: 45, 1: 32, 2: 21})],
+        [
+            SpecCounters(
+                drafts=64,
+                draft_tokens=192,
+                accepted=98,
+                present=True,
+                per_pos={0: 45, 1: 32, 2: 21},
+            )
+        ],
     )
     levels = [
         summarize_level("baseline", "http://a", "c16", 16, None, base, None),
@@ -83,9 +112,16 @@ def _bench() -> BenchResult:
 
 def _renderings() -> list[tuple[str, RenderableType]]:
     c = answers.CostModel(draft_cost=0.05, verify_cost=1.2)
-    grid = answers.table_answer([0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9], [1, 2, 3, 4, 5, 6, 8], 0.05, [1.0, 1.15])
+    grid = answers.table_answer(
+        [0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9], [1, 2, 3, 4, 5, 6, 8], 0.05, [1.0, 1.15]
+    )
     blend = answers.blend_answer(
-        [TrafficClass(name="chat", share=0.7, alpha=0.7), TrafficClass(name="code", share=0.3, alpha=0.4)], 5, c
+        [
+            TrafficClass(name="chat", share=0.7, alpha=0.7),
+            TrafficClass(name="code", share=0.3, alpha=0.4),
+        ],
+        5,
+        c,
     )
     return [
         ("speedup", model_report.render_speedup(answers.speedup_answer(0.7, 5, c))),

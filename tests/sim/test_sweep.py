@@ -20,15 +20,15 @@ from alphagate.specs.workload import FixedLength, LognormalLength, WorkloadConfi
 
 
 @pytest.fixture(scope="module")
-def lesson() -> tuple[DeploymentConfig, StepCostModel]:
+def scenario_70b() -> tuple[DeploymentConfig, StepCostModel]:
     dep = DeploymentConfig(weight_dtype="fp8")
     return dep, build_cost_model(resolve_deployment(dep, WorkloadConfig(), 256))
 
 
 def test_cost_ratios_emerge_from_the_roofline(
-    lesson: tuple[DeploymentConfig, StepCostModel],
+    scenario_70b: tuple[DeploymentConfig, StepCostModel],
 ) -> None:
-    _, cost = lesson
+    _, cost = scenario_70b
     v1 = float(cost.verify_cost_ratio(1, 5, 640))
     v256 = float(cost.verify_cost_ratio(256, 5, 640))
     assert v1 == pytest.approx(1.0, abs=0.01)  # memory-bound: verifying 6 tokens costs one decode
@@ -76,8 +76,10 @@ def test_ngram_drafting_costs_no_gpu_time() -> None:
     assert float(cost.draft_cost_ratio(16, 1000)) < 0.01
 
 
-def test_speedup_falls_with_concurrency(lesson: tuple[DeploymentConfig, StepCostModel]) -> None:
-    dep, cost = lesson
+def test_speedup_falls_with_concurrency(
+    scenario_70b: tuple[DeploymentConfig, StepCostModel],
+) -> None:
+    dep, cost = scenario_70b
     cfg = SweepConfig(
         deployment=dep,
         workload=WorkloadConfig(),
@@ -97,9 +99,9 @@ def test_speedup_falls_with_concurrency(lesson: tuple[DeploymentConfig, StepCost
 
 @pytest.mark.parametrize(("users", "k"), [(1, 5), (64, 3), (256, 5)])
 def test_breakeven_model_and_simulator_agree(
-    lesson: tuple[DeploymentConfig, StepCostModel], users: int, k: int
+    scenario_70b: tuple[DeploymentConfig, StepCostModel], users: int, k: int
 ) -> None:
-    _, cost = lesson
+    _, cost = scenario_70b
     wl = WorkloadConfig()
     model = breakeven_alpha_model(cost, k, float(users), wl)
     sim = breakeven_alpha_sim(cost, wl, k, users, seed=1, tol=0.005)
@@ -108,9 +110,9 @@ def test_breakeven_model_and_simulator_agree(
 
 
 def test_crossover_model_and_simulator_agree(
-    lesson: tuple[DeploymentConfig, StepCostModel],
+    scenario_70b: tuple[DeploymentConfig, StepCostModel],
 ) -> None:
-    _, cost = lesson
+    _, cost = scenario_70b
     wl = WorkloadConfig(
         prompt_len=FixedLength(value=512), output_len=LognormalLength(mean=256, sigma=0.5)
     )

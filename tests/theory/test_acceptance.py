@@ -1,4 +1,4 @@
-"""Acceptance quantities: oracle cases from shared/references/theory.md and properties."""
+"""Acceptance quantities: oracle cases from the papers and properties."""
 
 from __future__ import annotations
 
@@ -17,30 +17,30 @@ ks = st.integers(min_value=1, max_value=16)
 
 # --- public oracle cases ---------------------------------------------------------------------
 def test_oracle_1_expected_tokens_alpha_07_k5() -> None:
-    # theory.md oracle #1 (Leviathan Eq. 1): E(0.7, 5) = 2.94117
+    # Leviathan Eq. 1: E(0.7, 5) = 2.94117
     assert float(theory.expected_tokens_per_pass(0.7, 5)) == pytest.approx(2.94117, abs=1e-4)
 
 
 def test_oracle_2_expected_tokens_alpha_1_is_k_plus_1() -> None:
-    # theory.md oracle #2: the α → 1 limit of Eq. 1 is K + 1
+    #  the α → 1 limit of Eq. 1 is K + 1
     assert float(theory.expected_tokens_per_pass(1.0, 5)) == 6.0
 
 
 @pytest.mark.parametrize("k", [1, 3, 5, 10])
 def test_oracle_3_expected_tokens_alpha_0_is_1(k: int) -> None:
-    # theory.md oracle #3: with α = 0 every pass emits only the correction token
+    #  with α = 0 every pass emits only the correction token
     assert float(theory.expected_tokens_per_pass(0.0, k)) == 1.0
 
 
 def test_oracle_10_acceptance_from_distributions() -> None:
-    # theory.md oracle #10 (Leviathan Lemma 3.3 / Thm 3.5): p=[.5,.5], q=[.9,.1]
+    # Leviathan Lemma 3.3 / Thm 3.5: p=[.5,.5], q=[.9,.1]
     p, q = np.array([0.5, 0.5]), np.array([0.9, 0.1])
     assert float(theory.acceptance_probability(p, q)) == pytest.approx(0.6, abs=1e-12)
     assert float(theory.total_variation_distance(p, q)) == pytest.approx(0.4, abs=1e-12)
 
 
 def test_oracle_11_linear_vs_exact() -> None:
-    # theory.md oracle #11 (§6.2): 1 + Kα = 4.5 vs E = 2.941 at K=5, α=0.7, ratio 1.530
+    # §6.2: 1 + Kα = 4.5 vs E = 2.941 at K=5, α=0.7, ratio 1.530
     lin = float(theory.linear_expected_tokens(0.7, 5))
     exact = float(theory.expected_tokens_per_pass(0.7, 5))
     assert lin == pytest.approx(4.5)
@@ -49,7 +49,7 @@ def test_oracle_11_linear_vs_exact() -> None:
 
 
 def test_oracle_12_vllm_per_position_rates() -> None:
-    # theory.md oracle #12: vLLM log, K=2, per-position [0.919, 0.788] (unconditional)
+    #  vLLM log, K=2, per-position [0.919, 0.788] (unconditional)
     per_pos = np.array([0.919, 0.788])
     tau = 1.0 + per_pos.sum()
     rho = float(theory.draft_acceptance_rate_from_mean_acceptance_length(tau, 2))
@@ -64,7 +64,7 @@ def test_oracle_12_vllm_per_position_rates() -> None:
 
 
 def test_oracle_13_vllm_rate_from_alpha() -> None:
-    # theory.md oracle #13: ᾱ_vllm(0.7, 5) = 0.3882
+    #  ᾱ_vllm(0.7, 5) = 0.3882
     assert float(theory.draft_acceptance_rate(0.7, 5)) == pytest.approx(0.3882, abs=1e-4)
     assert float(theory.alpha_from_draft_acceptance_rate(0.3882, 5)) == pytest.approx(0.7, abs=1e-4)
 

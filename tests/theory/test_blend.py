@@ -11,7 +11,7 @@ from alphagate import theory
 
 
 def test_lesson_exercise_2_chat_and_code() -> None:
-    # The lesson's exercise 2: 70% chat at α 0.7, 30% code at α 0.4, K = 5.
+    # 70% chat at α 0.7, 30% code at α 0.4, K = 5.
     b = theory.blend([0.7, 0.3], [0.7, 0.4], k=5, draft_cost=0.0, verify_cost=1.0)
     assert b.naive_mean_alpha == pytest.approx(0.61)
     # time per token = 0.7/E(0.7) + 0.3/E(0.4): the harmonic blend is below the speedup at α = 0.61

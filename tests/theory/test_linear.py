@@ -1,4 +1,4 @@
-"""The lesson's linear approximation: exact only at K = 1; overstates E for K > 1."""
+"""The linear rule of thumb 1 + K·α: exact only at K = 1; overstates E for K > 1."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from alphagate import theory
 
-# theory.md §6.2: (1 + Kα)/E, rows K, columns α = 0.5..0.9
+# (1 + Kα)/E from Leviathan Eq. 1, rows K, columns α = 0.5..0.9
 OVERESTIMATE = {
     2: [1.143, 1.122, 1.096, 1.066, 1.033],
     3: [1.333, 1.287, 1.224, 1.152, 1.076],
@@ -27,9 +27,9 @@ def test_overestimate_table(k: int) -> None:
 
 
 def test_lesson_worked_example() -> None:
-    # the lesson: (1 + 5·0.7)/(1 + 0.1) = 4.1×
+    # the rule of thumb: (1 + 5·0.7)/(1 + 0.1) = 4.1×
     assert float(theory.linear_speedup(0.7, 5, 0.1)) == pytest.approx(4.09, abs=0.01)
-    # the lesson's break-even: overhead 0.15 at K = 5 → 0.03
+    # its break-even: overhead 0.15 at K = 5 → 0.03
     assert float(theory.linear_alpha_breakeven(5, 0.15)) == pytest.approx(0.03)
 
 

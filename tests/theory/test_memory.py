@@ -1,4 +1,4 @@
-"""Draft memory against the derived numbers in shared/references/engines.md §5.3 and theory.md §5.3."""
+"""Draft memory against the derived numbers in the published configs (meta-llama Llama-3.x config.json, EAGLE-3 head configs)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ L1B = MODEL_PRESETS["llama-3.2-1b"]
 
 
 def test_target_parameter_counts() -> None:
-    # theory.md §5.3: Llama-3.3-70B ≈ 70.55 B; engines.md §5.3: Llama-3.2-1B 1.236 B
+    # from the config.json numbers: Llama-3.3-70B ≈ 70.55 B; Llama-3.2-1B 1.236 B
     assert theory.model_params(L70B) / 1e9 == pytest.approx(70.55, abs=0.01)
     assert theory.model_params(L1B) / 1e9 == pytest.approx(1.236, abs=0.001)
     assert theory.model_params(L8B) / 1e9 == pytest.approx(8.03, abs=0.01)
 
 
 def test_kv_bytes_per_token() -> None:
-    # engines.md §5.3: 8B 128 KiB, 70B 320 KiB (bf16); 1B draft 32 KiB; theory.md: 70B FP8 160 KiB
+    # 2 · layers · KV heads · head dim · bytes: 8B 128 KiB, 70B 320 KiB (bf16); 1B 32 KiB; 70B FP8 160 KiB
     assert theory.kv_bytes_per_token(L8B, "bf16") == 128 * 1024
     assert theory.kv_bytes_per_token(L70B, "bf16") == 320 * 1024
     assert theory.kv_bytes_per_token(L70B, "fp8") == 160 * 1024
@@ -28,7 +28,7 @@ def test_kv_bytes_per_token() -> None:
 
 
 def test_eagle3_head_8b() -> None:
-    # engines.md §5.3: 424.7 M params, 0.85 GB bf16, 950.0 M with own embed_tokens, 4 KiB KV/token
+    # EAGLE-3 head for Llama-3.1-8B (h 4096, draft vocab 32,000): 424.7 M params, 0.85 GB bf16
     fp = theory.eagle3_head_footprint(L8B, "bf16")
     assert fp.params / 1e6 == pytest.approx(424.7, abs=0.1)
     assert fp.weight_bytes / 1e9 == pytest.approx(0.85, abs=0.005)
@@ -38,7 +38,7 @@ def test_eagle3_head_8b() -> None:
 
 
 def test_eagle3_head_70b_vs_llama_1b_draft() -> None:
-    # engines.md §5.3: 70B head 1.403 B / 2.81 GB; Llama-3.2-1B draft 1.236 B / 2.47 GB, 32 KiB KV
+    # 70B head 1.403 B / 2.81 GB; Llama-3.2-1B draft 1.236 B / 2.47 GB, 32 KiB KV
     head = theory.eagle3_head_footprint(L70B, "bf16")
     draft = theory.model_footprint(L1B, "bf16")
     assert head.params / 1e9 == pytest.approx(1.403, abs=0.001)

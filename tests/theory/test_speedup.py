@@ -40,7 +40,7 @@ TABLE_4 = [
 
 @pytest.mark.parametrize(("alpha", "k", "ops", "speed"), TABLE_1)
 def test_oracle_4_leviathan_table_1(alpha: float, k: int, ops: float, speed: float) -> None:
-    # theory.md oracle #4, Leviathan Table 1, ±0.005
+    # Leviathan Table 1, ±0.005
     assert float(theory.speedup(alpha, k, 0.0)) == pytest.approx(speed, abs=0.005)
     assert float(theory.operations_factor(alpha, k, 0.0)) == pytest.approx(ops, abs=0.005)
 
@@ -49,28 +49,28 @@ def test_oracle_4_leviathan_table_1(alpha: float, k: int, ops: float, speed: flo
 def test_oracle_5_leviathan_table_4(
     task: str, k: int, alpha: float, c: float, expected: float
 ) -> None:
-    # theory.md oracle #5, Leviathan App. A.3 Table 4 "Exp" column, ±0.1 (printed c is rounded)
+    # Leviathan App. A.3 Table 4 "Exp" column, ±0.1 (printed c is rounded)
     assert float(theory.speedup(alpha, k, c)) == pytest.approx(expected, abs=0.1), task
 
 
 def test_oracle_6_bigram_draft() -> None:
-    # theory.md oracle #6, Leviathan §3.6: bigram draft, α = 0.2, γ = 3, c = 0 → 1.25×
+    # Leviathan §3.6: bigram draft, α = 0.2, γ = 3, c = 0 → 1.25×
     assert float(theory.speedup(0.2, 3, 0.0)) == pytest.approx(1.248, abs=0.005)
 
 
 @given(st.floats(0.0, 1.0), st.floats(0.0, 0.5))
 def test_oracle_8_corollary_3_9_gamma_1(alpha: float, c: float) -> None:
-    # theory.md oracle #8, Cor. 3.9: at γ = 1 the improvement is (1 + α)/(1 + c)
+    # Cor. 3.9: at γ = 1 the improvement is (1 + α)/(1 + c)
     assert float(theory.speedup(alpha, 1, c)) == pytest.approx((1 + alpha) / (1 + c), rel=1e-12)
 
 
 def test_oracle_21_compute_bound_floor() -> None:
-    # theory.md oracle #21 (inverse of Thm 3.11): α = 0.7, K = 5, ĉ = 0 → 0.490
+    # inverse of Thm 3.11: α = 0.7, K = 5, ĉ = 0 → 0.490
     assert float(theory.compute_bound_speedup(0.7, 5, 0.0)) == pytest.approx(0.490, abs=1e-3)
 
 
 def test_lenience_argmax_case() -> None:
-    # theory.md §1.6: c = 0.015, γ = 8, α = .75/.8/.87 → 3.303/3.865/4.907 (paper 3.3/3.9/4.9)
+    # Leviathan App. A.5: c = 0.015, γ = 8, α = .75/.8/.87 → 3.303/3.865/4.907 (paper 3.3/3.9/4.9)
     got = theory.speedup(np.array([0.75, 0.8, 0.87]), 8, 0.015)
     np.testing.assert_allclose(got, [3.303, 3.865, 4.907], atol=1e-3)
 

@@ -40,7 +40,7 @@ _OUT_HELP = (
 )
 
 
-@app.command("bench")
+@app.command("bench", short_help="Benchmark one endpoint, or baseline vs candidate.")
 def bench_cmd(
     url: Annotated[
         str | None, typer.Option("--url", "--base-url", help="Endpoint base URL (one target).")

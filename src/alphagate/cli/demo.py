@@ -15,7 +15,7 @@ from alphagate.cli._files import RecordsFile, atomic_write_text
 OUT = Path("demo-output")
 
 
-@app.command("demo")
+@app.command("demo", short_help="The whole workflow on embedded defaults.")
 def demo() -> None:
     """Run the whole workflow on its embedded defaults (no GPU, no network; about a minute)."""
     _closed_forms()

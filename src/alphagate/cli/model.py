@@ -34,7 +34,7 @@ model_app = typer.Typer(
     "idealisation: draft cost c = 0, verify cost v = 1.",
     no_args_is_help=True,
 )
-app.add_typer(model_app, name="model")
+app.add_typer(model_app, name="model", short_help="Closed forms: speedup, break-even, K, blends.")
 
 AlphaOpt = Annotated[
     float,
@@ -80,7 +80,7 @@ def _costs(draft_cost: float, verify_cost: float) -> CostModel:
     return CostModel(draft_cost=draft_cost, verify_cost=verify_cost)
 
 
-@model_app.command("speedup")
+@model_app.command("speedup", short_help="Exact speedup, with τ, ρ and the linear rule.")
 def speedup(
     alpha: AlphaOpt,
     k: KOpt,
@@ -100,7 +100,7 @@ def speedup(
     )
 
 
-@model_app.command("breakeven")
+@model_app.command("breakeven", short_help="α at which speculation stops paying.")
 def breakeven(
     k: KOpt,
     draft_cost: DraftCostOpt = 0.0,
@@ -119,7 +119,7 @@ def breakeven(
     )
 
 
-@model_app.command("required")
+@model_app.command("required", short_help="Smallest α for a target speedup.")
 def required(
     target_speedup: Annotated[
         float,
@@ -145,7 +145,7 @@ def required(
     show("model required", ans, as_json, render_required)
 
 
-@model_app.command("optimal-k")
+@model_app.command("optimal-k", short_help="Best K (0 = leave it off).")
 def optimal_k(
     alpha: AlphaOpt,
     draft_cost: DraftCostOpt = 0.0,
@@ -161,7 +161,7 @@ def optimal_k(
     show("model optimal-k", ans, as_json, render_optimal_k)
 
 
-@model_app.command("blend")
+@model_app.command("blend", short_help="Blend traffic classes by time per token.")
 def blend(
     classes: Annotated[
         list[str],
@@ -186,7 +186,7 @@ def blend(
     show("model blend", ans, as_json, render_blend)
 
 
-@model_app.command("convert")
+@model_app.command("convert", short_help="One acceptance figure as α, ρ and τ.")
 def convert(
     k: KOpt,
     alpha: Annotated[
@@ -248,7 +248,7 @@ def convert(
     show("model convert", convert_answer(name, value, k), as_json, render_convert)  # type: ignore[arg-type]
 
 
-@model_app.command("memory")
+@model_app.command("memory", short_help="Weights and KV per token: target vs drafter.")
 def memory(
     target: Annotated[
         str,
@@ -288,7 +288,7 @@ def memory(
     show("model memory", ans, as_json, render_memory)
 
 
-@model_app.command("table")
+@model_app.command("table", short_help="Speedup grid over α × K with break-even α.")
 def table(
     alphas: Annotated[
         str, typer.Option("--alphas", help="Comma-separated α values.")

@@ -34,7 +34,7 @@ from alphagate.cli._options import (
 )
 
 
-@app.command("plan")
+@app.command("plan", short_help="The staged rollout plan for your traffic.")
 def plan_cmd(
     classes: Annotated[
         list[str],

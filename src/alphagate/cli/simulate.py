@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from alphagate.sim.sweep import SweepResult
 
 
-@app.command("simulate")
+@app.command("simulate", short_help="Where speculation pays, and what P99 ITL does.")
 def simulate_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     gpu: GpuOpt = DEFAULT_GPU,

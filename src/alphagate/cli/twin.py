@@ -35,7 +35,7 @@ from alphagate.cli._options import (
 )
 
 
-@app.command("twin")
+@app.command("twin", short_help="A vLLM-like endpoint on the simulator.")
 def twin_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     gpu: GpuOpt = DEFAULT_GPU,

@@ -305,9 +305,9 @@ def risks(req: PlanRequest, pred: Predictor, p: Plan) -> list[str]:
             f"{p.peak_concurrency}."
         )
     for c in p.classes:
-        if not c.clears_gate:
+        if c.alpha_gate is not None and not c.clears_gate:
             out.append(
-                f"{c.name} at α {c.alpha_label} is below the gate α {c.alpha_gate or 1.0:.2f} at "
+                f"{c.name} at α {c.alpha_label} is below the gate α {c.alpha_gate:.2f} at "
                 f"concurrency {c.fails_at_concurrency}: route it to a pool without speculation, "
                 "or train a domain EAGLE-3 head on its traffic (SpecForge, vLLM speculators)."
             )

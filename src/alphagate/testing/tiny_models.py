@@ -8,8 +8,9 @@ budget, four folders loadable by Hugging Face ``from_pretrained`` and by vLLM:
 - ``target`` — a small ``LlamaForCausalLM`` trained on the same text;
 - ``draft`` — a smaller ``LlamaForCausalLM`` (a classic draft model);
 - ``eagle3`` / ``eagle3-untrained`` — EAGLE-3 heads in the ``LlamaForCausalLMEagle3`` checkpoint
-  format vLLM loads (``fc``, ``midlayer.*``, ``norm``, ``lm_head``, ``embed_tokens``;
-  shared/references/engines.md §5), one trained against the target's hidden states, one not.
+  format vLLM loads (``fc``, ``midlayer.*``, ``norm``, ``lm_head``, ``embed_tokens``, ``d2t``;
+  ``vllm/model_executor/models/llama_eagle3.py``), one trained against the target's hidden states,
+  one not.
 
 Everything lands in ``root/<key>/``, where the key hashes this file's source and the settings,
 and is reused when present. torch / transformers / tokenizers are imported lazily.
