@@ -227,3 +227,73 @@ def test_disconnect_frees_the_slot() -> None:
 
     with twin(cfg) as (url, engine):
         asyncio.run(go(url, engine))
+
+
+def test_an_abandoned_request_stops_generating() -> None:
+    """A non-streaming client that hangs up: its request is cancelled, not served to the end."""
+    cfg = FAST.model_copy(
+        update={
+            "time_scale": 1.0,
+            "deployment": FAST.deployment.model_copy(update={"max_num_seqs": 4}),
+        }
+    )
+
+    async def go(url: str, engine) -> None:  # type: ignore[no-untyped-def]
+        async with aiohttp.ClientSession() as s:
+            tasks = [
+                asyncio.create_task(
+                    s.post(
+                        url + "/v1/completions",
+                        json={"prompt": "x", "max_tokens": 3000, "ignore_eos": True},
+                    )
+                )
+                for _ in range(4)
+            ]
+            await asyncio.sleep(0.3)
+            assert engine.n_running == 4
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        deadline = time.monotonic() + 5
+        while engine.n_running and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert engine.n_running == 0
+        generated = engine.metrics.generation_tokens._value.get()
+        # the next client is served at once, not after 4 × 3,000 abandoned tokens
+        t0 = time.monotonic()
+        async with aiohttp.ClientSession() as s:
+            await _post_json(s, url, {"prompt": "x", "max_tokens": 2})
+        assert time.monotonic() - t0 < 1.0
+        assert generated < 4 * 3000
+
+    with twin(cfg) as (url, engine):
+        asyncio.run(go(url, engine))
+
+
+async def _post_json(s: aiohttp.ClientSession, url: str, body: object) -> object:
+    async with s.post(url + "/v1/completions", json=body) as r:
+        return await r.json()
+
+
+def test_unfinished_requests_time_out() -> None:
+    import socket
+
+    cfg = FAST.model_copy(update={"request_timeout_s": 1.0})
+    with twin(cfg) as (url, _):
+        host, port = url.split("//")[1].split(":")
+        # headers that never end: the connection is closed
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Len")
+            sock.settimeout(10)
+            t0 = time.monotonic()
+            assert sock.recv(100) == b""
+            assert time.monotonic() - t0 < 5
+        # a body that never ends: 408
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(
+                b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"prompt"'
+            )
+            sock.settimeout(10)
+            head = sock.recv(200)
+            assert head.startswith(b"HTTP/1.1 408")

@@ -101,8 +101,10 @@ def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
             ):
                 raise DatasetError(f"{where}: 'messages' must be a list of objects")
             mt = obj.get("max_tokens")
-            if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-                raise DatasetError(f"{where}: 'max_tokens' must be a positive integer")
+            if mt is not None and (
+                not isinstance(mt, int) or isinstance(mt, bool) or not 1 <= mt <= 1_048_576
+            ):
+                raise DatasetError(f"{where}: 'max_tokens' must be an integer in 1..1,048,576")
             cls = obj.get("class")
             out.append(Prompt(prompt, messages, None if cls is None else str(cls), mt))
         except json.JSONDecodeError as exc:
@@ -162,8 +164,18 @@ def load_prompts(
     path = Path(spec)
     if not path.exists():
         raise DatasetError(f"dataset not found: {path}")
+    if not path.is_file():
+        raise DatasetError(f"{path} is not a file")
     problems: list[str] = []
-    pool = _jsonl(path, strict, problems) if path.suffix == ".jsonl" else _sharegpt(path, problems)
+    try:
+        if path.suffix.lower() == ".jsonl":
+            pool = _jsonl(path, strict, problems)
+        else:
+            pool = _sharegpt(path, problems)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not pool:
         raise DatasetError(f"{path}: no usable prompts" + (f" ({problems[0]})" if problems else ""))
     order = rng.permutation(len(pool))

@@ -205,10 +205,17 @@ class BenchRunner:
             async with self.session.get(
                 url.rstrip("/") + "/v1/models", headers=_headers(self.cfg)
             ) as resp:
-                data = await resp.json()
+                data = await resp.json(content_type=None)
                 return str(data["data"][0]["id"])
-        except (aiohttp.ClientError, KeyError, IndexError, ValueError, asyncio.TimeoutError):
-            return None
+        except (
+            aiohttp.ClientError,
+            KeyError,
+            IndexError,
+            TypeError,
+            ValueError,
+            asyncio.TimeoutError,
+        ):
+            return None  # requests go without a model name; the server decides
 
     async def _scrape(self, urls: list[str]) -> list[SpecCounters] | None:
         out = []
@@ -270,11 +277,12 @@ class BenchRunner:
     # ---------------------------------------------------------------- one request
     def _payload(self, p: Prompt) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.model,
             "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
             "temperature": self.cfg.temperature,
         }
+        if self.model is not None:
+            body["model"] = self.model
         if self.cfg.endpoint == "chat":
             body["messages"] = (
                 p.messages

@@ -100,12 +100,20 @@ def config_error(exc: ConfigError | ValidationError, flag: str | None = None) ->
     fail(str(exc), flag)
 
 
-def finite_float(flag: str) -> Callable[[float | None], float | None]:
-    """A Typer callback that refuses NaN and infinity for ``flag``."""
+def finite_float(
+    flag: str, lo: float | None = None, hi: float | None = None
+) -> Callable[[float | None], float | None]:
+    """A Typer callback for ``flag``: a finite number (no NaN, no infinity) within [lo, hi]."""
 
     def check(value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
+        if value is None:
+            return value
+        if not math.isfinite(value):
             fail(f"must be a finite number, got {value}", flag)
+        if lo is not None and value < lo:
+            fail(f"{value:g} is below the smallest allowed value, {lo:g}", flag)
+        if hi is not None and value > hi:
+            fail(f"{value:g} is above the largest allowed value, {hi:g}", flag)
         return value
 
     return check

@@ -4,6 +4,7 @@ records appender that writes whole lines only."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import tempfile
@@ -16,15 +17,12 @@ from pydantic import BaseModel
 
 from alphagate.cli._app import fail
 
-__all__ = ["RecordsFile", "atomic_write_text", "sigterm_as_interrupt"]
+__all__ = ["RecordsFile", "atomic_write_text", "replace_file", "sigterm_as_interrupt"]
 
 
-def atomic_write_text(path: Path, text: str, flag: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder, then rename.
-
-    On failure (a full disk, no permission) the previous file, if any, is untouched and the
-    error names ``flag``.
-    """
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder, then rename: on failure
+    (a full disk, no permission) the previous file, if any, is untouched. Raises ``OSError``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -33,9 +31,17 @@ def atomic_write_text(path: Path, text: str, flag: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except OSError as exc:
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str, flag: str) -> None:
+    """:func:`replace_file`, with a failure reported as an error of ``flag`` (exit 2)."""
+    try:
+        replace_file(path, text)
+    except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", flag)
 
 
@@ -54,7 +60,7 @@ class RecordsFile:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._set_aside_partial_line()
-            self._fh = path.open("ab")
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             fail(f"cannot write {path}: {exc.strerror or exc}", flag)
         self.earlier = self._count_runs()
@@ -93,15 +99,16 @@ class RecordsFile:
         return len(runs)
 
     def append(self, record: BaseModel) -> None:
+        """Write one record as one line; a write that does not complete is taken back."""
         line = record.model_dump_json().encode() + b"\n"
-        pos = self._fh.tell()
+        pos = os.lseek(self._fd, 0, os.SEEK_END)
         try:
-            self._fh.write(line)
-            self._fh.flush()
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         except OSError:
             with contextlib.suppress(OSError):
-                self._fh.truncate(pos)
-                self._fh.flush()
+                os.ftruncate(self._fd, pos)
             raise
 
     def __enter__(self) -> RecordsFile:
@@ -109,7 +116,7 @@ class RecordsFile:
 
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(OSError):
-            self._fh.close()
+            os.close(self._fd)
 
 
 @contextlib.contextmanager

@@ -169,8 +169,9 @@ def check_output_path(path: Path, flag: str, *, directory: bool) -> None:
     target = path if directory else path.parent
     if directory and path.exists() and not path.is_dir():
         fail(f"{path} exists and is not a folder", flag)
-    if not directory and path.exists() and path.is_dir():
-        fail(f"{path} is a folder, not a file", flag)
+    if not directory and path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        fail(f"{path} is {kind}; give a file path", flag)
     probe = target
     while not probe.exists():
         probe = probe.parent

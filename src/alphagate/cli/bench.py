@@ -7,6 +7,7 @@ still written from every completed record).
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -25,7 +26,7 @@ from alphagate.cli._app import (
     int_list,
     print_json,
 )
-from alphagate.cli._files import RecordsFile, atomic_write_text, sigterm_as_interrupt
+from alphagate.cli._files import RecordsFile, replace_file, sigterm_as_interrupt
 from alphagate.cli._options import SeedOpt, check_output_path
 
 if TYPE_CHECKING:
@@ -106,23 +107,20 @@ def bench_cmd(
         typer.Option(
             "--rate",
             "--request-rate",
-            min=1e-6,
-            max=1e6,
-            callback=finite_float("--rate"),
+            callback=finite_float("--rate", 1e-6, 1e6),
             help="Open-loop request rate (req/s).",
         ),
     ] = None,
     burstiness: Annotated[
         float,
-        typer.Option("--burstiness", min=0.01, max=100.0, callback=finite_float("--burstiness")),
+        typer.Option("--burstiness", callback=finite_float("--burstiness", 0.01, 100.0)),
     ] = 1.0,
     num_prompts: Annotated[int, typer.Option("--num-prompts", "-n", min=1, max=10_000_000)] = 200,
     duration: Annotated[
         float | None,
         typer.Option(
             "--duration",
-            min=0.001,
-            callback=finite_float("--duration"),
+            callback=finite_float("--duration", 0.001),
             help="Stop sending after this many seconds per level.",
         ),
     ] = None,
@@ -137,9 +135,7 @@ def bench_cmd(
         float,
         typer.Option(
             "--timeout",
-            min=0.001,
-            max=86_400.0,
-            callback=finite_float("--timeout"),
+            callback=finite_float("--timeout", 0.001, 86_400.0),
             help="Seconds without data before a stream counts as stalled.",
         ),
     ] = 60.0,
@@ -162,9 +158,7 @@ def bench_cmd(
         float,
         typer.Option(
             "--max-error-rate",
-            min=0.0,
-            max=1.0,
-            callback=finite_float("--max-error-rate"),
+            callback=finite_float("--max-error-rate", 0.0, 1.0),
             help="Stop (and exit 1) when failures ÷ requests of a level exceed this.",
         ),
     ] = 0.05,
@@ -172,8 +166,7 @@ def bench_cmd(
         float | None,
         typer.Option(
             "--max-duration",
-            min=0.001,
-            callback=finite_float("--max-duration"),
+            callback=finite_float("--max-duration", 0.001),
             help="Stop sending after this many seconds in all.",
         ),
     ] = None,
@@ -192,6 +185,9 @@ def bench_cmd(
     with every completed record kept and summary.json written (marked interrupted).
     """
     from alphagate.bench.dataset import DatasetError, load_prompts
+
+    if os.environ.get("ALPHAGATE_API_KEY") == "" and api_key is None:
+        fail("ALPHAGATE_API_KEY is set but empty; unset it to send no key", "--api-key")
 
     if dataset_name == "random":
         dataset = f"synthetic:in={random_input_len},out={random_output_len}"
@@ -233,7 +229,7 @@ def bench_cmd(
     with records, sigterm_as_interrupt():
         result = _run(cfg, prompts, run_id, records, problems, quiet=as_json)
     result = result.model_copy(update={"records_file": str(records.path)})
-    _write_summaries(result, out_dir)
+    written = _write_summaries(result, out_dir)
     if as_json:
         print_json(result.payload())
     else:
@@ -243,7 +239,7 @@ def bench_cmd(
         console.print(
             f"records: {records.path}   summary: {out_dir / 'summary.json'}   run: {run_id}"
         )
-    raise typer.Exit(_exit_code(result, max_error_rate))
+    raise typer.Exit(_exit_code(result, max_error_rate) or (0 if written else 1))
 
 
 def _targets(
@@ -314,53 +310,64 @@ def _run(
     from alphagate.bench.run import run_bench
     from alphagate.report.bench import progress_line
 
-    live_stats = LiveStats(len(prompts))
     if quiet:
-        return run_bench(
+        result = run_bench(
             cfg, prompts, run_id=run_id, sink=records.append, dataset_problems=problems
         )
-    from rich.live import Live
+    else:
+        from rich.live import Live
 
-    with Live(console=console, refresh_per_second=4, transient=True) as live:
+        stats = LiveStats(len(prompts))
+        with Live(console=console, refresh_per_second=4, transient=True) as live:
 
-        def on_record(rec: RequestRecord) -> None:
-            live_stats.add(rec)
-            live.update(
-                progress_line(
-                    live_stats.level,
-                    live_stats.target,
-                    live_stats.done,
-                    live_stats.failed,
-                    live_stats.tokens_per_s,
-                    live_stats.p99_itl_per_token_ms,
-                    len(prompts),
-                ),
-                refresh=False,
+            def on_record(rec: RequestRecord) -> None:
+                stats.add(rec)
+                live.update(
+                    progress_line(
+                        stats.level,
+                        stats.target,
+                        stats.done,
+                        stats.failed,
+                        stats.tokens_per_s,
+                        stats.p99_itl_per_token_ms,
+                        len(prompts),
+                    ),
+                    refresh=False,
+                )
+
+            result = run_bench(
+                cfg,
+                prompts,
+                run_id=run_id,
+                sink=records.append,
+                on_record=on_record,
+                dataset_problems=problems,
             )
-
-        result = run_bench(
-            cfg,
-            prompts,
-            run_id=run_id,
-            sink=records.append,
-            on_record=on_record,
-            dataset_problems=problems,
-        )
+    total, _ = result.requests
     if result.interrupted:
         err_console.print(
-            f"[yellow]interrupted: the summary covers the {sum(lv.overall.completed + lv.overall.failed for lv in result.levels)} requests that completed[/yellow]"
+            f"[yellow]interrupted: the summary covers the {total} requests that completed[/yellow]"
         )
     elif result.stop_reason:
         err_console.print(f"[yellow]stopped early: {result.stop_reason}[/yellow]")
     return result
 
 
-def _write_summaries(result: BenchResult, out_dir: Path) -> None:
+def _write_summaries(result: BenchResult, out_dir: Path) -> bool:
+    """summary-RUN.json and summary.json; on a full disk, say so and keep going (the records
+    written so far are whole, and the summary is still printed)."""
     from alphagate.cli._app import json_dumps
 
     text = json_dumps(result.payload()) + "\n"
-    atomic_write_text(out_dir / f"summary-{result.run_id}.json", text, "--out")
-    atomic_write_text(out_dir / "summary.json", text, "--out")
+    try:
+        replace_file(out_dir / f"summary-{result.run_id}.json", text)
+        replace_file(out_dir / "summary.json", text)
+    except OSError as exc:
+        err_console.print(
+            f"[red]cannot write the summary in {out_dir}: {exc.strerror or exc}[/red]"
+        )
+        return False
+    return True
 
 
 def _exit_code(result: BenchResult, max_error_rate: float) -> int:

@@ -41,9 +41,7 @@ AlphaOpt = Annotated[
     typer.Option(
         "--alpha",
         "-a",
-        min=0.0,
-        max=1.0,
-        callback=finite_float("--alpha"),
+        callback=finite_float("--alpha", 0.0, 1.0),
         help="α: conditional per-token acceptance, in [0, 1].",
     ),
 ]
@@ -55,9 +53,7 @@ DraftCostOpt = Annotated[
     typer.Option(
         "--draft-cost",
         "-c",
-        min=0.0,
-        max=100.0,
-        callback=finite_float("--draft-cost"),
+        callback=finite_float("--draft-cost", 0.0, 100.0),
         help="c: one draft forward ÷ one plain decode step (>= 0).",
     ),
 ]
@@ -66,9 +62,7 @@ VerifyCostOpt = Annotated[
     typer.Option(
         "--verify-cost",
         "-v",
-        min=1e-9,
-        max=100.0,
-        callback=finite_float("--verify-cost"),
+        callback=finite_float("--verify-cost", 1e-9, 100.0),
         help="v: verify pass over K+1 tokens ÷ one plain decode step (> 0; 1 = Leviathan's assumption).",
     ),
 ]
@@ -126,9 +120,7 @@ def required(
         typer.Option(
             "--speedup",
             "-s",
-            min=1e-9,
-            max=1e6,
-            callback=finite_float("--speedup"),
+            callback=finite_float("--speedup", 1e-9, 1e6),
             help="Target speedup (e.g. 2 for 2×).",
         ),
     ],
@@ -194,9 +186,7 @@ def convert(
         typer.Option(
             "--alpha",
             "-a",
-            min=0.0,
-            max=1.0,
-            callback=finite_float("--alpha"),
+            callback=finite_float("--alpha", 0.0, 1.0),
             help="Given α (conditional).",
         ),
     ] = None,
@@ -205,9 +195,7 @@ def convert(
         typer.Option(
             "--draft-acceptance-rate",
             "--rho",
-            min=0.0,
-            max=1.0,
-            callback=finite_float("--draft-acceptance-rate"),
+            callback=finite_float("--draft-acceptance-rate", 0.0, 1.0),
             help="Given ρ = accepted ÷ drafted.",
         ),
     ] = None,
@@ -216,9 +204,7 @@ def convert(
         typer.Option(
             "--mean-acceptance-length",
             "--tau",
-            min=1.0,
-            max=65.0,
-            callback=finite_float("--mean-acceptance-length"),
+            callback=finite_float("--mean-acceptance-length", 1.0, 65.0),
             help="Given τ (incl. bonus token).",
         ),
     ] = None,

@@ -64,8 +64,7 @@ def plan_cmd(
         float | None,
         typer.Option(
             "--slo-p99-itl-ms",
-            min=1e-6,
-            callback=finite_float("--slo-p99-itl-ms"),
+            callback=finite_float("--slo-p99-itl-ms", 1e-6),
             help="P99 ITL-per-token SLO (ms).",
         ),
     ] = None,

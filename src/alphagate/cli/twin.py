@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -52,9 +53,7 @@ def twin_cmd(
         typer.Option(
             "--alpha",
             "-a",
-            min=0.0,
-            max=1.0,
-            callback=finite_float("--alpha"),
+            callback=finite_float("--alpha", 0.0, 1.0),
             help="α of the single class.",
         ),
     ] = 0.7,
@@ -68,9 +67,7 @@ def twin_cmd(
         float,
         typer.Option(
             "--time-scale",
-            min=0.0,
-            max=1000.0,
-            callback=finite_float("--time-scale"),
+            callback=finite_float("--time-scale", 0.0, 1000.0),
             help="Wall seconds per simulated second; 0 = as fast as possible.",
         ),
     ] = 1.0,
@@ -113,6 +110,8 @@ def twin_cmd(
             "the bind address is empty; use 127.0.0.1 (loopback) or 0.0.0.0 (every interface)",
             "--host",
         )
+    if os.environ.get("ALPHAGATE_API_KEY") == "" and api_key is None:
+        api_key = ""  # an empty variable is a mistake, not "no authentication"
     if api_key is not None and not api_key.strip():
         fail(
             "the API key is empty; omit --api-key (and unset ALPHAGATE_API_KEY) to serve without one",

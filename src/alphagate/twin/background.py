@@ -17,14 +17,26 @@ __all__ = ["serve_in_thread", "twin_in_thread"]
 
 
 @contextmanager
-def serve_in_thread(app: web.Application, host: str = "127.0.0.1") -> Iterator[str]:
+def serve_in_thread(
+    app: web.Application,
+    host: str = "127.0.0.1",
+    *,
+    handler_cancellation: bool = False,
+    keepalive_timeout: float = 75.0,
+) -> Iterator[str]:
     """Serve ``app`` on a free loopback port from its own event loop; yields the base URL."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     state: dict[str, object] = {}
 
     async def start() -> None:
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=handler_cancellation,
+            keepalive_timeout=keepalive_timeout,
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, 0)
         await site.start()
@@ -56,5 +68,7 @@ def serve_in_thread(app: web.Application, host: str = "127.0.0.1") -> Iterator[s
 def twin_in_thread(config: TwinConfig) -> Iterator[tuple[str, TwinEngine]]:
     """A twin server in a background thread: (base URL, its engine)."""
     app = create_app(config)
-    with serve_in_thread(app) as url:
+    with serve_in_thread(
+        app, handler_cancellation=True, keepalive_timeout=config.request_timeout_s
+    ) as url:
         yield url, app[ENGINE_KEY]

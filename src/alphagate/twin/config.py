@@ -32,6 +32,12 @@ class TwinConfig(Frozen):
     )
     max_model_len: int = Field(default=8192, ge=2, le=1_048_576)
     api_key: str | None = Field(default=None, min_length=1)
+    request_timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="a client must send its whole request (headers and body) within this",
+    )
     seed: int = Field(default=0, ge=0)
     engine_index: int = 0
     emit_send_time: bool = Field(

@@ -7,6 +7,7 @@ A client that disconnects mid-stream is cancelled and its slot freed at the next
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -21,7 +22,7 @@ from alphagate.specs import resolve_deployment
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine, TwinRequest
 
-__all__ = ["ENGINE_KEY", "create_app", "serve"]
+__all__ = ["CONFIG_KEY", "ENGINE_KEY", "create_app", "serve"]
 
 ENGINE_KEY: web.AppKey[TwinEngine] = web.AppKey("engine", TwinEngine)
 CONFIG_KEY: web.AppKey[TwinConfig] = web.AppKey("config", TwinConfig)
@@ -103,8 +104,13 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
 async def _parse(
     request: web.Request, model: type[CompletionBody] | type[ChatBody]
 ) -> CompletionBody | ChatBody | web.Response:
+    timeout = request.app[CONFIG_KEY].request_timeout_s
     try:
-        raw = await request.json()
+        raw = json.loads(await asyncio.wait_for(request.read(), timeout))
+    except TimeoutError:
+        return _error(
+            408, f"the request body did not arrive within {timeout:g} s", "RequestTimeout"
+        )
     except (json.JSONDecodeError, UnicodeDecodeError):
         return _error(400, "request body is not valid JSON", "BadRequestError")
     if not isinstance(raw, dict):
@@ -363,5 +369,18 @@ def create_app(config: TwinConfig) -> web.Application:
 
 
 def serve(config: TwinConfig, host: str, port: int) -> None:
-    """Serve the twin until interrupted (blocking)."""
-    web.run_app(create_app(config), host=host, port=port, print=None, access_log=None)
+    """Serve the twin until interrupted (blocking).
+
+    A handler is cancelled when its client disconnects (so an abandoned request stops
+    generating), and a connection that has not sent a whole request within
+    ``request_timeout_s`` is closed.
+    """
+    web.run_app(
+        create_app(config),
+        host=host,
+        port=port,
+        print=None,
+        access_log=None,
+        handler_cancellation=True,
+        keepalive_timeout=config.request_timeout_s,
+    )

@@ -1,0 +1,65 @@
+"""Ctrl-C and SIGTERM end a bench run the same way: every completed record kept, summary.json
+written and marked interrupted, exit code 130 — in a real subprocess, against a real server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from alphagate.specs import DeploymentConfig
+from alphagate.twin.config import TwinConfig
+from tests.servers import twin
+
+SLOW = TwinConfig(
+    deployment=DeploymentConfig(model="llama-3.3-70b", weight_dtype="fp8"), k=2, time_scale=1.0
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_keeps_records_and_writes_the_summary(tmp_path: Path, sig: signal.Signals) -> None:
+    out = tmp_path / "o"
+    with twin(SLOW) as (url, _):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "alphagate",
+                "bench",
+                "--url",
+                url,
+                "-n",
+                "200",
+                "--concurrency",
+                "2",
+                "--dataset",
+                "synthetic:in=8,out=24",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        records = out / "requests.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if records.exists() and records.read_text().count("\n") >= 3:
+                break
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    lines = records.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    assert 3 <= len(recs) < 200 and all(r["error_type"] is None for r in recs)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["stop_reason"] == "interrupted"
+    assert summary["levels"][0]["overall"]["completed"] == len(recs)
+    assert "records:" in stdout  # the table of what completed is still printed
