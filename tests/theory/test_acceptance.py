@@ -174,3 +174,19 @@ def test_per_position_round_trip(alpha_by_pos: list[float]) -> None:
 def test_rho_never_exceeds_alpha(alpha: float, k: int) -> None:
     # the unconditional average can only be lower than the conditional rate (theory.md §6.2)
     assert float(theory.draft_acceptance_rate(alpha, k)) <= alpha + 1e-12
+
+
+# --- acceptance length: tokens per target pass --------------------------------------------
+def test_acceptance_length_pmf_by_hand() -> None:
+    # K = 2, α = 0.5: one token (first draft rejected) 1/2, two tokens 1/4, all + bonus 1/4
+    pmf = theory.acceptance_length_pmf(theory.unconditional_from_conditional([0.5, 0.5]))
+    assert pmf == pytest.approx([0.5, 0.25, 0.25])
+
+
+@given(alphas, ks)
+def test_acceptance_length_pmf_is_a_distribution_with_mean_e(alpha: float, k: int) -> None:
+    pmf = theory.acceptance_length_pmf(theory.unconditional_from_conditional(np.full(k, alpha)))
+    assert pmf.shape == (k + 1,) and np.all(pmf >= -1e-12)
+    assert pmf.sum() == pytest.approx(1.0)
+    mean = float((np.arange(1, k + 2) * pmf).sum())
+    assert mean == pytest.approx(float(theory.expected_tokens_per_pass(alpha, k)), rel=1e-9)

@@ -5,6 +5,7 @@ acceptance quantities α, ρ and τ are defined in :mod:`alphagate.core.glossary
 """
 
 from alphagate.theory.acceptance import (
+    acceptance_length_pmf,
     acceptance_probability,
     alpha_from_draft_acceptance_rate,
     alpha_from_mean_acceptance_length,
@@ -20,6 +21,7 @@ from alphagate.theory.acceptance import (
     unconditional_from_conditional,
 )
 from alphagate.theory.blend import Blend, blend
+from alphagate.theory.intervals import wilson_interval
 from alphagate.theory.linear import (
     linear_alpha_breakeven,
     linear_expected_tokens,
@@ -55,6 +57,7 @@ __all__ = [
     "BYTES_PER_PARAM",
     "Blend",
     "Footprint",
+    "acceptance_length_pmf",
     "acceptance_probability",
     "alpha_breakeven",
     "alpha_for_speedup",
@@ -89,4 +92,5 @@ __all__ = [
     "total_variation_distance",
     "unconditional_from_conditional",
     "weight_read_seconds",
+    "wilson_interval",
 ]

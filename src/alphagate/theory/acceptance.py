@@ -30,6 +30,7 @@ from alphagate.theory._arrays import FloatArray, as_float
 from alphagate.theory.roots import solve_increasing_on_unit_interval
 
 __all__ = [
+    "acceptance_length_pmf",
     "acceptance_probability",
     "alpha_from_draft_acceptance_rate",
     "alpha_from_mean_acceptance_length",
@@ -134,6 +135,20 @@ def conditional_from_unconditional(per_pos_rates: npt.ArrayLike) -> FloatArray:
     prev = np.concatenate([np.ones_like(r[..., :1]), r[..., :-1]], axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(np.where(prev > 0.0, r / prev, np.nan))
+
+
+def acceptance_length_pmf(per_pos_rates: npt.ArrayLike) -> FloatArray:
+    """P(τ = j) for j = 1..K+1 tokens per target pass, from the unconditional per-position rates.
+
+    A pass emits j tokens when drafts 1..j−1 are accepted and draft j is not (or j = K + 1: all
+    accepted, plus the bonus token), so P(j) = r_{j−1} − r_j with r_0 = 1 and r_{K+1} = 0. The
+    mean of this distribution is E (= τ). Shape ``[..., K]`` in, ``[..., K + 1]`` out.
+    """
+    r = as_float(per_pos_rates)
+    if r.ndim == 0:
+        raise ValueError("per_pos_rates must have a trailing position axis of length K >= 1")
+    ones = np.ones_like(r[..., :1])
+    return np.asarray(np.concatenate([ones, r], axis=-1) - np.concatenate([r, 0.0 * ones], axis=-1))
 
 
 def acceptance_probability(p: npt.ArrayLike, q: npt.ArrayLike) -> FloatArray:
