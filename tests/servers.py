@@ -1,4 +1,5 @@
-"""Real servers on 127.0.0.1 for tests: the twin and a deliberately faulty one, each in a thread.
+"""Real servers on 127.0.0.1 for tests: the twin and a deliberately faulty one, each in a thread,
+and a real Prometheus server as a process.
 
 Each runs its own asyncio loop in a background thread (``alphagate.twin.background``) so that code
 under test (including the CLI, which calls ``asyncio.run``) talks to it over real sockets.
@@ -8,8 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AbstractContextManager
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from alphagate.twin.background import serve_in_thread, twin_in_thread
@@ -22,8 +35,9 @@ def serve(app: web.Application) -> AbstractContextManager[str]:
     return serve_in_thread(app)
 
 
-def twin(config: TwinConfig) -> AbstractContextManager[tuple[str, TwinEngine]]:
-    return twin_in_thread(config)
+def twin(config: TwinConfig, port: int = 0) -> AbstractContextManager[tuple[str, TwinEngine]]:
+    """A twin on 127.0.0.1:``port`` (0: a free port); yields (base URL, its engine)."""
+    return twin_in_thread(config, port)
 
 
 def faulty_app() -> web.Application:
@@ -68,3 +82,114 @@ def faulty_app() -> web.Application:
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     return app
+
+
+@contextmanager
+def traffic(
+    url: str, *, concurrency: int = 4, max_tokens: int = 32, cls: str | None = None
+) -> Iterator[None]:
+    """Streams of requests to ``url`` from a background thread until the block ends; ``cls``
+    picks the twin's traffic class (``alphagate_class``)."""
+    stop = threading.Event()
+
+    async def user() -> None:
+        import aiohttp
+
+        async with aiohttp.ClientSession() as s:
+            while not stop.is_set():
+                body: dict[str, object] = {
+                    "prompt": "a b c d",
+                    "max_tokens": max_tokens,
+                    "ignore_eos": True,
+                }
+                if cls is not None:
+                    body["alphagate_class"] = cls
+                try:
+                    async with s.post(url + "/v1/completions", json=body) as r:
+                        await r.read()
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.05)
+
+    def run() -> None:
+        async def main() -> None:
+            await asyncio.gather(*(user() for _ in range(concurrency)))
+
+        asyncio.run(main())
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(30)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def prometheus(targets: list[str], tmp: Path, scrape_s: float = 1.0) -> Iterator[str]:
+    """A real Prometheus server (Debian's ``prometheus``) on 127.0.0.1 scraping ``targets``
+    (base URLs) every ``scrape_s``; yields its URL and stops it by its process id."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail("prometheus is not installed: `make system-deps` installs it (apt-get)")
+    hosts = [t.split("://", 1)[1].rstrip("/") for t in targets]
+    cfg = tmp / "prometheus.yml"
+    cfg.write_text(
+        "global:\n"
+        f"  scrape_interval: {round(scrape_s * 1000)}ms\n"
+        f"  evaluation_interval: {round(scrape_s * 1000)}ms\n"
+        "scrape_configs:\n"
+        "  - job_name: twins\n"
+        f"    static_configs:\n      - targets: {json.dumps(hosts)}\n"
+    )
+    port = free_port()
+    log = (tmp / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={tmp / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "prometheus did not become ready:\n" + (tmp / "prometheus.log").read_text()
+                )
+            time.sleep(0.2)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def prometheus_query(url: str, expr: str) -> list[dict[str, object]]:
+    """The result vector of an instant query."""
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=5) as r:
+        return json.loads(r.read())["data"]["result"]  # type: ignore[no-any-return]

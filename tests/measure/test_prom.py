@@ -52,7 +52,7 @@ def test_delta_matches_vllm_formulas() -> None:
     assert a.mean_acceptance_length == pytest.approx(2.01, abs=5e-3)
     assert a.draft_acceptance_rate == pytest.approx(0.338, abs=5e-4)
     assert a.per_position_acceptance == pytest.approx([122 / 203, 58 / 203, 26 / 203])
-    assert a.implied_alpha_by_pos[1] == pytest.approx(58 / 122)
+    assert a.alpha_by_pos[1] == pytest.approx(58 / 122)
     assert a.k == 3 and not a.counter_reset
 
 

@@ -21,10 +21,12 @@ def serve_in_thread(
     app: web.Application,
     host: str = "127.0.0.1",
     *,
+    port: int = 0,
     handler_cancellation: bool = False,
     keepalive_timeout: float = 75.0,
 ) -> Iterator[str]:
-    """Serve ``app`` on a free loopback port from its own event loop; yields the base URL."""
+    """Serve ``app`` on ``port`` (0: a free one) of the loopback from its own event loop; yields
+    the base URL."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     state: dict[str, object] = {}
@@ -38,7 +40,7 @@ def serve_in_thread(
             keepalive_timeout=keepalive_timeout,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, 0)
+        site = web.TCPSite(runner, host, port)
         await site.start()
         state["runner"] = runner
         state["port"] = runner.addresses[0][1]
@@ -65,10 +67,10 @@ def serve_in_thread(
 
 
 @contextmanager
-def twin_in_thread(config: TwinConfig) -> Iterator[tuple[str, TwinEngine]]:
+def twin_in_thread(config: TwinConfig, port: int = 0) -> Iterator[tuple[str, TwinEngine]]:
     """A twin server in a background thread: (base URL, its engine)."""
     app = create_app(config)
     with serve_in_thread(
-        app, handler_cancellation=True, keepalive_timeout=config.request_timeout_s
+        app, port=port, handler_cancellation=True, keepalive_timeout=config.request_timeout_s
     ) as url:
         yield url, app[ENGINE_KEY]

@@ -40,6 +40,12 @@ class TwinConfig(Frozen):
     )
     seed: int = Field(default=0, ge=0)
     engine_index: int = 0
+    log_stats_interval_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="write vLLM's SpecDecoding metrics line to stderr this often; 0 = never",
+    )
     emit_send_time: bool = Field(
         default=False, description="add alphagate_sent_s (wall clock) to chunks, for benchmarks"
     )

@@ -13,6 +13,7 @@ import contextlib
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from alphagate.sim.workload import unconditional_table
 from alphagate.specs.workload import sample_lengths
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.metrics import TwinMetrics
+from alphagate.twin.statslog import IntervalStats
 
 __all__ = ["Chunk", "StepRecord", "TwinEngine", "TwinRequest"]
 
@@ -76,8 +78,10 @@ class TwinRequest:
     word: int = 0
 
 
-@dataclass(frozen=True)
-class StepRecord:
+class StepRecord(NamedTuple):
+    """One engine step, kept (the last 20,000) for tests and benchmarks; a tuple, not an object
+    with a ``__dict__``, and few enough that a full garbage collection stays near 3 ms."""
+
     end_s: float
     model_dt_s: float
     n_decode: int
@@ -93,6 +97,7 @@ class TwinEngine:
         self.config = config
         self.cost = cost
         self.metrics = TwinMetrics(config)
+        self.interval = IntervalStats()  # for the periodic SpecDecoding log line
         self.k = config.k
         classes = config.workload.classes
         self._thr = unconditional_table(classes, config.k)  # [n_classes, max(k, 1)]
@@ -103,7 +108,7 @@ class TwinEngine:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ids = itertools.count()
-        self.steps: deque[StepRecord] = deque(maxlen=200_000)
+        self.steps: deque[StepRecord] = deque(maxlen=20_000)  # the last ~minutes of steps
         self.max_num_seqs = config.deployment.max_num_seqs
         self.class_names = [c.name for c in classes]
 
@@ -118,6 +123,11 @@ class TwinEngine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    def take_interval(self) -> IntervalStats:
+        """The spec-decode counts since the last call; a new interval starts."""
+        done, self.interval = self.interval, IntervalStats()
+        return done
 
     # ---------------------------------------------------------------- requests
     def pick_class(self, name: str | None, rng: np.random.Generator | None) -> int:
@@ -245,6 +255,7 @@ class TwinEngine:
             for pos, c in enumerate(per_pos):
                 if c:
                     m.accepted_per_pos[pos].inc(int(c))
+            self.interval.add(n, n * k_eff, int(acc.sum()), [int(c) for c in per_pos])
         for i, r in enumerate(self._decoding):
             if r.cancelled:
                 continue

@@ -8,6 +8,7 @@ A client that disconnects mid-stream is cancelled and its slot freed at the next
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -21,11 +22,13 @@ from alphagate.sim.cost import build_cost_model
 from alphagate.specs import resolve_deployment
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine, TwinRequest
+from alphagate.twin.statslog import log_forever
 
 __all__ = ["CONFIG_KEY", "ENGINE_KEY", "create_app", "serve"]
 
 ENGINE_KEY: web.AppKey[TwinEngine] = web.AppKey("engine", TwinEngine)
 CONFIG_KEY: web.AppKey[TwinConfig] = web.AppKey("config", TwinConfig)
+STATS_LOG_KEY: web.AppKey[asyncio.Task[None]] = web.AppKey("stats_log")
 
 
 class StreamOptions(BaseModel):
@@ -354,8 +357,17 @@ def create_app(config: TwinConfig) -> web.Application:
 
     async def _start(app: web.Application) -> None:
         app[ENGINE_KEY].start()
+        if config.log_stats_interval_s > 0 and config.k > 0:
+            app[STATS_LOG_KEY] = asyncio.get_running_loop().create_task(
+                log_forever(app[ENGINE_KEY].take_interval, config.log_stats_interval_s)
+            )
 
     async def _stop(app: web.Application) -> None:
+        task = app.get(STATS_LOG_KEY)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await app[ENGINE_KEY].stop()
 
     app.on_startup.append(_start)

@@ -1,0 +1,199 @@
+"""``alphagate measure live``: acceptance from running servers' ``/metrics``, scraped until
+enough drafts are seen.
+
+Each endpoint (a replica) is scraped every ``interval_s``; the increase of its counters between
+consecutive scrapes is summed (:class:`~alphagate.measure.prom.CounterWindow`), so a replica that
+restarts inside the window is counted from its restart, and replicas are summed after that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from pydantic import Field
+
+from alphagate.core.records import Frozen
+from alphagate.measure.prom import CounterWindow, SpecCounters, acceptance_of, parse_spec_counters
+from alphagate.measure.results import MeasureError, MeasureResult
+
+__all__ = ["GAUGE_SCRAPES", "LiveConfig", "LiveWindow", "measure_live", "metrics_url"]
+
+#: Scrapes averaged when a source has only SGLang's accept-length gauge and no --duration.
+GAUGE_SCRAPES = 5
+
+
+class LiveConfig(Frozen):
+    """What to scrape, which series to keep, and when to stop."""
+
+    urls: tuple[str, ...] = Field(
+        min_length=1, description="server or /metrics URLs, one per replica"
+    )
+    model_name: str | None = Field(default=None, description="keep series with this model_name")
+    engine: str | None = Field(default=None, description="keep series with this engine label")
+    min_drafts: int = Field(default=2000, ge=1, description="stop once this many drafts are seen")
+    duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    interval_s: float = Field(default=2.0, gt=0, allow_inf_nan=False)
+    timeout_s: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    k: int | None = Field(default=None, ge=1, le=64, description="K, if the server hides it")
+
+
+def metrics_url(url: str) -> str:
+    """A server URL → its ``/metrics``; a URL that already names a path is kept."""
+    base = url.rstrip("/")
+    return base if base.endswith("/metrics") else base + "/metrics"
+
+
+async def _sglang_server_info(session: object, url: str, cfg: LiveConfig) -> float | None:
+    """SGLang without spec-decode metrics: ``/get_server_info`` →
+    ``internal_states[0].avg_spec_accept_length``, τ averaged since the server started."""
+    import aiohttp
+
+    assert isinstance(session, aiohttp.ClientSession)
+    base = url[: -len("/metrics")] if url.endswith("/metrics") else url
+    try:
+        async with session.get(
+            base + "/get_server_info", timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)
+        ) as resp:
+            if resp.status != 200:
+                return None
+            info = await resp.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        return None
+    states = info.get("internal_states") if isinstance(info, dict) else None
+    first = states[0] if isinstance(states, list) and states else None
+    tau = first.get("avg_spec_accept_length") if isinstance(first, dict) else None
+    return float(tau) if isinstance(tau, int | float) and not isinstance(tau, bool) else None
+
+
+async def _scrape(session: object, url: str, cfg: LiveConfig) -> SpecCounters:
+    import aiohttp
+
+    assert isinstance(session, aiohttp.ClientSession)
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)) as resp:
+            if resp.status != 200:
+                raise MeasureError(f"{url} answered HTTP {resp.status}")
+            text = await resp.text()
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        raise MeasureError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+    try:
+        snap = parse_spec_counters(text, model_name=cfg.model_name, engine=cfg.engine)
+    except ValueError as exc:
+        raise MeasureError(f"{url} did not return Prometheus text exposition ({exc})") from None
+    if not snap.present:
+        tau = await _sglang_server_info(session, url, cfg)
+        if tau is not None:
+            snap.present = snap.matched = snap.since_boot = True
+            snap.sglang_accept_length.append(tau)
+    if not snap.present:
+        raise MeasureError(
+            f"{url} exports no speculative-decoding counters: speculation is off on this server, "
+            "or it is not vLLM / SGLang"
+        )
+    if not snap.matched:
+        seen = ", ".join(sorted(snap.models_seen)) or "none"
+        raise MeasureError(
+            f"no spec-decode series at {url} match model_name={cfg.model_name!r} "
+            f"engine={cfg.engine!r}; model_name values there: {seen}"
+        )
+    return snap
+
+
+class LiveWindow:
+    """Counters of every replica since the first scrape: scrape, then read the acceptance."""
+
+    def __init__(self, cfg: LiveConfig) -> None:
+        self.cfg = cfg
+        self.urls = [metrics_url(u) for u in cfg.urls]
+        self.windows = [CounterWindow() for _ in self.urls]
+        self.notes: list[str] = []
+        self.t0 = time.time()
+        self.scrapes = 0
+        self.since_boot = False
+
+    async def scrape(self) -> None:
+        """Scrape every replica once. The first scrape must reach all of them (else
+        :class:`MeasureError`); later, a replica that blips is noted and skipped."""
+        import aiohttp
+
+        async with aiohttp.ClientSession() as session:
+            if self.scrapes == 0:
+                snaps = await asyncio.gather(*(_scrape(session, u, self.cfg) for u in self.urls))
+                for w, snap in zip(self.windows, snaps, strict=True):
+                    w.add(snap)
+                    self.since_boot |= snap.since_boot
+            else:
+                for w, u in zip(self.windows, self.urls, strict=True):
+                    try:
+                        w.add(await _scrape(session, u, self.cfg))
+                    except MeasureError as exc:
+                        self.notes.append(f"{time.strftime('%H:%M:%S')}: {exc}")
+        self.scrapes += 1
+
+    @property
+    def gauge_only(self) -> bool:
+        """No replica exports counts: SGLang's accept-length gauge (or server info) only."""
+        return all(
+            w.last is not None
+            and not w.last.per_pos
+            and not w.last.drafts
+            and w.last.sglang_accept_length
+            for w in self.windows
+        )
+
+    def result(self) -> MeasureResult:
+        acc = acceptance_of(self.windows, self.cfg.k)
+        now = time.time()
+        notes = list(self.notes)
+        if self.gauge_only:
+            notes.append(
+                "SGLang's /get_server_info: τ averaged since the server started, not over this "
+                "window"
+                if self.since_boot
+                else "SGLang exports an interval gauge (sglang:spec_accept_length), no counts: τ "
+                "is the mean of the scrapes, without a confidence interval"
+            )
+        return MeasureResult(
+            verb="measure live",
+            source=", ".join(self.cfg.urls),
+            window_start=self.t0,
+            window_end=now,
+            window_s=now - self.t0,
+            overall=acc,
+            counter_reset=acc.counter_reset,
+            sources=len(self.windows),
+            notes=notes,
+        )
+
+
+async def _watch(
+    cfg: LiveConfig, on_update: Callable[[MeasureResult], None] | None
+) -> MeasureResult:
+    win = LiveWindow(cfg)
+    await win.scrape()
+    while True:
+        await asyncio.sleep(cfg.interval_s)
+        await win.scrape()
+        result = win.result()
+        if on_update is not None:
+            on_update(result)
+        drafts = result.overall.num_drafts if result.overall else 0.0
+        if drafts >= cfg.min_drafts:
+            return result
+        if win.gauge_only and cfg.duration_s is None and win.scrapes >= GAUGE_SCRAPES:
+            return result  # no counts will ever come: an average of a few scrapes
+        if cfg.duration_s is not None and time.time() - win.t0 >= cfg.duration_s:
+            return result.model_copy(
+                update={
+                    "notes": [*result.notes, f"stopped at --duration with {drafts:,.0f} drafts"]
+                }
+            )
+
+
+def measure_live(
+    cfg: LiveConfig, on_update: Callable[[MeasureResult], None] | None = None
+) -> MeasureResult:
+    """Scrape until ``min_drafts`` drafts or ``duration_s``; raises :class:`MeasureError`."""
+    return asyncio.run(_watch(cfg, on_update))

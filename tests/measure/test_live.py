@@ -1,0 +1,140 @@
+"""``alphagate measure live`` against twins on 127.0.0.1: acceptance within its interval of the
+configured α, replicas summed, restarts survived, and every way a source can be wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from alphagate import theory
+from alphagate.core.traffic import TrafficClass
+from alphagate.measure.live import LiveConfig, measure_live
+from alphagate.measure.results import MeasureError
+from alphagate.specs import DeploymentConfig, WorkloadConfig
+from alphagate.twin.config import TwinConfig
+from tests.conftest import Cli
+from tests.servers import serve, traffic, twin
+
+ALPHA, K = 0.6, 3
+CFG = TwinConfig(
+    deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"),
+    workload=WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=ALPHA),)),
+    k=K,
+    time_scale=0.0,
+)
+
+
+def test_live_acceptance_matches_the_configured_alpha() -> None:
+    with twin(CFG) as (url, _), traffic(url):
+        m = measure_live(LiveConfig(urls=(url,), min_drafts=3000, interval_s=0.2))
+    e = m.overall
+    assert e is not None and e.num_drafts >= 3000 and e.k == K
+    rho = float(theory.draft_acceptance_rate(ALPHA, K))
+    ci = e.draft_acceptance_rate_ci
+    assert (ci is not None and ci.low <= rho <= ci.high) or abs(
+        e.draft_acceptance_rate - rho
+    ) < 0.03  # type: ignore[operator]
+    assert e.alpha_by_pos_ci[0] is not None
+    assert abs((e.alpha_by_pos[0] or 0) - ALPHA) < 0.05
+
+
+def test_replicas_are_summed_and_a_restart_survived() -> None:
+    with twin(CFG) as (u1, e1), twin(CFG.model_copy(update={"engine_index": 1})) as (u2, _):
+        seen = []
+        with traffic(u1, concurrency=2), traffic(u2, concurrency=2):
+
+            def on_update(r):  # type: ignore[no-untyped-def]
+                seen.append(r)
+                if len(seen) == 3:  # counters have grown for three intervals: a restart drops them
+                    e1.reset_metrics()  # replica 1 restarts inside the window
+
+            cfg = LiveConfig(urls=(u1, u2), min_drafts=10**9, duration_s=3.0, interval_s=0.3)
+            m = measure_live(cfg, on_update)
+    assert len(seen) >= 5
+    assert m.sources == 2 and m.counter_reset
+    e = m.overall
+    assert e is not None and e.num_drafts > 0
+    assert e.draft_acceptance_rate is not None and 0.0 < e.draft_acceptance_rate < 1.0
+
+
+def _html_app() -> web.Application:
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(
+            text="<html><body>{not prometheus</body></html>", content_type="text/html"
+        )
+
+    app = web.Application()
+    app.router.add_get("/metrics", page)
+    return app
+
+
+def test_bad_sources_are_clear_errors(cli: Cli, tmp_path: Path) -> None:
+    with pytest.raises(MeasureError, match="cannot reach"):
+        measure_live(LiveConfig(urls=("http://127.0.0.1:9",), interval_s=0.1))
+    with serve(_html_app()) as url, pytest.raises(MeasureError, match="not return Prometheus"):
+        measure_live(LiveConfig(urls=(url,), interval_s=0.1))
+    with twin(CFG.model_copy(update={"k": 0})) as (url, _):
+        r = cli.run("measure", "live", "--url", url, "--interval", "0.1")
+    assert r.exit_code == 2 and "speculation is off" in r.output and "Traceback" not in r.output
+    with twin(CFG) as (url, _):
+        r = cli.run(
+            "measure", "live", "--url", url, "--model-name", "llama-70b", "--interval", "0.1"
+        )
+    assert r.exit_code == 2 and "alphagate-twin" in r.output  # names the model_name values on offer
+    r = cli.run("measure", "live", "--url", "notaurl")
+    assert r.exit_code == 2 and "--url" in r.output
+
+
+def test_not_enough_drafts_yet_is_exit_3(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    with twin(CFG) as (url, _):  # no traffic: nothing is drafted
+        r = cli.run(
+            "measure",
+            "live",
+            "--url",
+            url,
+            "--duration",
+            "0.5",
+            "--interval",
+            "0.1",
+            "--out",
+            str(out),
+            "--json",
+        )
+    assert r.exit_code == 3, r.output
+    assert "not enough evidence" in r.stderr
+    assert out.exists()  # the (empty) window is still written
+
+
+def test_cli_writes_what_plan_and_gate_read(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "live.json"
+    with twin(CFG) as (url, _), traffic(url):
+        d = cli.json(
+            "measure",
+            "live",
+            "--url",
+            url,
+            "--min-drafts",
+            "2500",
+            "--interval",
+            "0.2",
+            "--out",
+            str(out),
+        )
+    assert d["verb"] == "measure live" and d["overall"]["num_drafts"] >= 2500
+    plan = cli.json(
+        "plan",
+        "--class",
+        "chat:1",
+        "--concurrency",
+        "16",
+        "--model",
+        "llama-3.1-8b",
+        "--alpha-from",
+        str(out),
+        "--alpha-overall",
+    )
+    assert plan["classes"][0]["alpha_source"] == "measured"
+    assert abs(plan["classes"][0]["alpha"] - ALPHA) < 0.06
