@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 VLLM_VENV := .venv-vllm
 
-.PHONY: demo test lint typecheck pytest bench clean test-vllm
+.PHONY: demo test lint typecheck pytest bench clean test-vllm system-deps
 
 # Runtime install: the package and its light core dependencies.
 $(VENV)/.runtime: pyproject.toml
@@ -31,7 +31,21 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.dev
+# Real components the tests start on 127.0.0.1: a Prometheus server and headless Chromium
+# (Debian packages), installed with apt-get when missing (as root, as in CI; else with sudo).
+SYSTEM_DEPS := prometheus:prometheus chromium:chromium
+system-deps:
+	@missing=""; for d in $(SYSTEM_DEPS); do \
+	  command -v "$${d%%:*}" >/dev/null 2>&1 || missing="$$missing $${d#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo"; \
+	  else echo "missing$$missing: run apt-get install$$missing as root"; exit 1; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; \
+	fi
+
+pytest: $(VENV)/.dev system-deps
 	$(PY) -m pytest -q
 
 test: lint typecheck pytest

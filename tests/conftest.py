@@ -22,9 +22,9 @@ class Cli:
     def run(self, *args: str) -> Any:
         return self.runner.invoke(app, list(args))
 
-    def json(self, *args: str) -> dict[str, Any]:
+    def json(self, *args: str, exit_code: int = 0) -> dict[str, Any]:
         result = self.run(*args, "--json")
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == exit_code, result.output
         data: dict[str, Any] = json.loads(result.stdout)
         assert data["schema"] == "alphagate.results/v1"
         return data

@@ -282,7 +282,7 @@ def test_engine_versions_are_parsed_strictly(cli: Cli) -> None:
         r = cli.run(
             "plan", "--class", "chat:1.0:0.7", "--concurrency", "8", "--engine-version", bad
         )
-        assert r.exit_code == 2 and "engine_version" in r.output
+        assert r.exit_code == 2 and "--engine-version" in r.output
 
 
 # ---------------------------------------------------------------- golden

@@ -158,7 +158,7 @@ def test_acceptance_equals_vllm_counters_and_log(
             "draft_acceptance_rate": a.draft_acceptance_rate,
             "mean_acceptance_length": a.mean_acceptance_length,
             "per_position": a.per_position_acceptance,
-            "implied_alpha_iid": a.implied_alpha_iid,
+            "alpha_iid": a.alpha_iid,
             "drafts": a.num_drafts,
             "log_lines": n_lines,
             "tokens_per_chunk": levels[0].overall.mean_tokens_per_chunk,
@@ -351,3 +351,70 @@ def test_plan_speculative_config_fields_exist_in_vllm(tmp_path: Path) -> None:
         d = cli.json("plan", "--class", "chat:1.0:0.7", "--concurrency", "16", "--method", method)
         assert set(d["speculative_config"]) <= fields, (method, d["speculative_config"])
     _report("speculative-config-fields", {"checked": sorted(allowed)})
+
+
+def test_measure_live_logs_and_bench_agree(tiny: Any, logdir: Path, tmp_path: Path) -> None:
+    """One window of traffic on a fresh n-gram server, read three ways: ``measure live`` scraping
+    /metrics while ``bench`` runs, ``bench``'s own counter deltas, and ``measure logs`` over the
+    server's SpecDecoding lines. Counters are integers: the three agree exactly (per-position
+    counts from the log to the rounding of its printed rates)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import Cli
+
+    spec = _spec_configs(tiny)["ngram"]
+    data = _dataset(tmp_path / "code.jsonl", 24, 48)
+    live_out = tmp_path / "live.json"
+    with vllm_server(tiny.target, "tiny", spec, logdir) as srv:
+        offset = srv.log_offset()
+        live = subprocess.Popen(
+            [sys.executable, "-m", "alphagate", "measure", "live", "--url", srv.url,
+             "--min-drafts", "1000000000", "--interval", "0.5", "--out", str(live_out), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        time.sleep(3)  # its first scrape is the start of the window
+        r = Cli().run(
+            "bench", "--url", srv.url, "--model", "tiny", "--dataset", str(data),
+            "--concurrency", "2", "--num-prompts", "24", "--out", str(tmp_path / "bench"), "--json",
+        )  # fmt: skip
+        assert r.exit_code == 0, r.output
+        bench = json.loads((tmp_path / "bench" / "summary.json").read_text())
+        a = bench["levels"][0]["acceptance"]
+        _wait_for_log(srv, offset, a["num_draft_tokens"])
+        time.sleep(2)  # a scrape after the last request
+        os.kill(live.pid, signal.SIGINT)  # Ctrl-C: the window so far is written
+        _, err = live.communicate(timeout=60)
+        assert live.returncode == 130, err.decode()
+        segment = tmp_path / "server.log"
+        with srv.log.open("rb") as fh:
+            fh.seek(offset)
+            segment.write_bytes(fh.read())
+    m_live = json.loads(live_out.read_text())["overall"]
+    logs = Cli().json("measure", "logs", str(segment))
+    m_logs = logs["overall"]
+    assert m_live["num_drafts"] == a["num_drafts"] > 0
+    assert m_live["num_accepted_tokens"] == a["num_accepted_tokens"]
+    assert m_live["num_draft_tokens"] == a["num_draft_tokens"]
+    assert m_logs["num_draft_tokens"] == a["num_draft_tokens"]
+    assert m_logs["num_accepted_tokens"] == a["num_accepted_tokens"]
+    # drafts are not logged: n-gram drafts can be shorter than K, so the count is the one the
+    # printed τ (2 decimals) and per-position rates (3 decimals) allow
+    lo, hi = logs["drafts_range"]
+    assert lo <= a["num_drafts"] <= hi and hi - lo <= 0.02 * a["num_drafts"]
+    err = abs(m_logs["num_drafts"] - a["num_drafts"])
+    for got, want in zip(m_logs["accepted_per_pos"], a["accepted_per_pos"], strict=True):
+        assert got == pytest.approx(want, abs=0.0005 * a["num_drafts"] + err + 1e-9)
+    _report(
+        "measure-agreement",
+        {
+            "drafts": {"bench": a["num_drafts"], "live": m_live["num_drafts"],
+                       "logs": m_logs["num_drafts"], "logs_range": [lo, hi]},
+            "rho": {"bench": a["draft_acceptance_rate"], "live": m_live["draft_acceptance_rate"],
+                    "logs": m_logs["draft_acceptance_rate"]},
+            "tau": {"bench": a["mean_acceptance_length"], "live": m_live["mean_acceptance_length"],
+                    "logs": m_logs["mean_acceptance_length"]},
+        },
+    )  # fmt: skip

@@ -90,6 +90,15 @@ def twin_cmd(
         ),
     ] = None,
     seed: SeedOpt = 0,
+    log_stats_interval: Annotated[
+        float,
+        typer.Option(
+            "--log-stats-interval",
+            callback=finite_float("--log-stats-interval", 0.0, 86_400.0),
+            help="Seconds between vLLM-format 'SpecDecoding metrics' lines on stderr (vLLM's "
+            "VLLM_LOG_STATS_INTERVAL; 0 = none). `alphagate measure logs` reads them.",
+        ),
+    ] = 10.0,
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False,
 ) -> None:
     """A vLLM-like OpenAI endpoint on the simulator, with or without speculative decoding.
@@ -142,6 +151,7 @@ def twin_cmd(
             max_model_len=max_model_len,
             api_key=api_key,
             seed=seed,
+            log_stats_interval_s=log_stats_interval,
             emit_send_time=emit_send_time,
         )
         spec = (

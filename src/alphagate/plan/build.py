@@ -301,13 +301,14 @@ def _a(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
-def _gate(pred: Predictor, req: PlanRequest, policy: _Policy) -> Gate | None:
+def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow]) -> Gate | None:
     """Thresholds at the highest concurrency (target..peak) where the policy speculates."""
     on = [c for c in _window(policy, req) if policy.k_at[c] > 0]
     if not on:
         return None
     c = max(on)
     k = policy.k_at[c]
+    target = next(r for r in rows if r.concurrency == req.concurrency)
     be = pred.breakeven(k, c)
     be_v = 1.0 if be is None else be
     a = min(1.0, be_v + GATE_MARGIN)
@@ -324,8 +325,10 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy) -> Gate | None:
         ),
         fixed_rule_alpha=FIXED_RULE,
         fixed_rule_draft_acceptance_rate=float(theory.draft_acceptance_rate(FIXED_RULE, k)),
-        max_p99_itl_per_token_regression=0.0,
-        min_tpot_speedup=1.05,
+        min_tpot_speedup=min(1.05, (target.tpot_speedup or 1.0) / 1.1),
+        min_itl_per_token_p99_speedup=min(
+            1.0, target.itl_p99_off_ms / max(target.itl_p99_on_ms, 1e-9) / 1.1
+        ),
     )
 
 
@@ -475,7 +478,7 @@ def build_plan(req: PlanRequest) -> Plan:
         schedule_agreement=agreement,
         disable_above_concurrency=policy.disable_above,
         sglang_flags=sglang_flags(drafter, draft, policy.fixed_k),
-        gate=None if verdict == "no-go" else _gate(pred, req, policy),
+        gate=None if verdict == "no-go" else _gate(pred, req, policy, rows),
         stages=[],
         risks=[],
         playbook=[],

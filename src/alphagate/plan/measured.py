@@ -7,6 +7,8 @@ Accepted inputs (all JSON):
 - an ``alphagate bench`` ``summary.json``, read back through
   :class:`~alphagate.bench.records.BenchResult`: the acceptance of the level with the most drafts.
   The server's counters cover all the traffic of the run, so this is one *overall* figure;
+- an ``alphagate measure`` result (live, prometheus, logs or offline): per-class figures when
+  the source tells classes apart, else one overall figure;
 - a ``vllm bench serve --save-result`` file with ``spec_decode_acceptance_rate`` (percent) and
   ``spec_decode_per_position_acceptance_rates`` (K = their count): one overall figure.
 
@@ -80,6 +82,24 @@ def _from_bench(data: dict[str, Any], p: Path) -> float:
     )
 
 
+def _from_measure(data: dict[str, Any], p: Path) -> Measurement:
+    """An ``alphagate measure`` result: per-class and overall i.i.d. α (from ρ at the measured K)."""
+    from alphagate.measure.results import MeasureResult
+
+    try:
+        m = MeasureResult.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(
+            f"{p}: not a valid measure result ({'.'.join(map(str, first['loc']))}: {first['msg']})"
+        ) from None
+    per = {name: e.alpha_iid for name, e in m.classes.items() if e.alpha_iid is not None}
+    overall = m.overall.alpha_iid if m.overall is not None else None
+    if not per and overall is None:
+        raise ConfigError(f"{p}: the measurement saw no drafts")
+    return Measurement(source=p.name, per_class=per, overall=overall)
+
+
 def load_measurement(path: str | Path, k: int | None = None) -> Measurement:
     """Read a measurement file; raises :class:`ConfigError` naming the file and what is missing."""
     p = Path(path)
@@ -93,6 +113,10 @@ def load_measurement(path: str | Path, k: int | None = None) -> Measurement:
         raise ConfigError(f"{p}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a JSON object")
+    if data.get("verb") == "bench":
+        return Measurement(source=p.name, per_class={}, overall=_from_bench(data, p))
+    if str(data.get("verb", "")).startswith("measure"):
+        return _from_measure(data, p)
     if isinstance(data.get("classes"), dict):
         per = {
             str(name): _alpha_from_entry(entry, f"{p}: classes.{name}", k)
@@ -100,8 +124,6 @@ def load_measurement(path: str | Path, k: int | None = None) -> Measurement:
             if isinstance(entry, dict)
         }
         return Measurement(source=p.name, per_class=per, overall=None)
-    if data.get("verb") == "bench":
-        return Measurement(source=p.name, per_class={}, overall=_from_bench(data, p))
     if data.get("schema") == "alphagate.bench/v1":
         raise ConfigError(
             f"{p}: a summary from an older alphagate (alphagate.bench/v1); re-run bench"

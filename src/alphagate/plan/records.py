@@ -180,8 +180,14 @@ class Gate(Frozen):
     fixed_rule_draft_acceptance_rate: float = Field(
         description="ρ the fixed rule implies at this K"
     )
-    max_p99_itl_per_token_regression: float
-    min_tpot_speedup: float
+    min_tpot_speedup: float = Field(
+        description="candidate TPOT must be this many times lower (the prediction ÷ 1.1, ≤ 1.05)"
+    )
+    min_itl_per_token_p99_speedup: float = Field(
+        description="baseline ÷ candidate P99 ITL per token at the target: no worse than predicted"
+        " − 10% (≤ 1: a P99 better than the baseline is not required where the plan predicts a"
+        " worse one)"
+    )
 
 
 class Playbook(Frozen):

@@ -1,6 +1,7 @@
 """The runbook of a plan: stages with their commands and exit criteria, alert rules, risks, and
 the P99 playbook. Every number comes from the :class:`~alphagate.plan.records.Plan`; every
-command it prints exists (``alphagate bench``, ``alphagate plan``, ``vllm``, ``sglang``).
+command it prints exists (``alphagate bench``, ``measure``, ``plan``, ``gate``, ``vllm``,
+``sglang``); the gate commands read the plan as JSON (``plan.json``, written beside ``--out``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from alphagate.plan.predictions import Predictor
 from alphagate.plan.records import Plan, PlanRequest, Playbook, Stage
 from alphagate.specs.workload import length_mean, sample_lengths
 
-__all__ = ["alert_rules", "playbook", "risks", "served_name", "stages"]
+__all__ = ["alert_rules", "num_prompts", "playbook", "risks", "served_name", "stages"]
 
 #: Hugging Face ids of the preset targets, for the commands a plan prints.
 PRESET_REPOS = {
@@ -22,6 +23,9 @@ PRESET_REPOS = {
     "llama-3.3-70b": "meta-llama/Llama-3.3-70B-Instruct",
     "llama-3.2-1b": "meta-llama/Llama-3.2-1B-Instruct",
 }
+
+#: The plan as JSON, beside the markdown (``alphagate plan … --out plan.md``); ``gate --plan``.
+PLAN_JSON = "plan.json"
 
 PROMQL = [
     "ρ:  sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m])) / "
@@ -38,13 +42,19 @@ def served_name(req: PlanRequest) -> str:
     return req.served_model or PRESET_REPOS.get(model.lower(), model)
 
 
+def num_prompts(p: Plan) -> int:
+    """Requests per bench level: 400 clean requests put the 95% upper bound of the error rate
+    under the gate's 1% (Wilson: 0 of 384 → 0.0099); more at a high peak."""
+    return max(400, 8 * p.peak_concurrency)
+
+
 def _levels(p: Plan) -> list[int]:
     return sorted({1, p.concurrency, p.peak_concurrency})
 
 
 def _bench(req: PlanRequest, p: Plan, out: str) -> str:
     levels = ",".join(str(c) for c in _levels(p))
-    n = max(200, 8 * p.peak_concurrency)
+    n = num_prompts(p)
     return (
         f"alphagate bench --url {req.url} --endpoint chat --model {served_name(req)} "
         f"--dataset traffic.jsonl --concurrency {levels} --num-prompts {n} --seed 0 --out {out}"
@@ -53,7 +63,7 @@ def _bench(req: PlanRequest, p: Plan, out: str) -> str:
 
 def _native_baseline(req: PlanRequest, p: Plan) -> list[str]:
     served = served_name(req)
-    n = max(200, 8 * p.peak_concurrency)
+    n = num_prompts(p)
     i, o = int(length_mean(req.workload.prompt_len)), int(length_mean(req.workload.output_len))
     if req.engine == "vllm":
         return [
@@ -86,6 +96,26 @@ def _serve(req: PlanRequest, p: Plan, static: bool = False) -> str:
     )
 
 
+def _measure_live(req: PlanRequest) -> str:
+    return f"alphagate measure live --url {req.url} --min-drafts 2000 --out results/alpha-live.json"
+
+
+def _gate_ab() -> str:
+    return (
+        f"alphagate gate --plan {PLAN_JSON} --measure results/alpha-live.json "
+        "--baseline results/baseline/summary.json --candidate results/candidate/summary.json "
+        "--out results/gate.json"
+    )
+
+
+def _gate_watch(req: PlanRequest, minutes: int) -> str:
+    return (
+        f"alphagate gate --plan {PLAN_JSON} --baseline results/baseline/summary.json "
+        f"--candidate results/candidate/summary.json --url {req.url} --watch --interval 60 "
+        f"--duration {minutes * 60}"
+    )
+
+
 def _replan(req: PlanRequest, p: Plan) -> str:
     d = req.deployment
     parts = [
@@ -95,12 +125,12 @@ def _replan(req: PlanRequest, p: Plan) -> str:
     ]
     if req.peak != req.concurrency:
         parts.append(f"--peak-concurrency {req.peak}")
-    parts.append("--alpha-from results/candidate/summary.json --alpha-overall")
+    parts.append("--alpha-from results/alpha-live.json --alpha-overall --out plan-measured.md")
     return " ".join(parts)
 
 
 def _baseline_stage(req: PlanRequest, p: Plan) -> Stage:
-    n = max(200, 8 * p.peak_concurrency)
+    n = num_prompts(p)
     return Stage(
         number=0,
         title="Baseline",
@@ -126,7 +156,8 @@ def _no_go_stages(req: PlanRequest, p: Plan) -> list[Stage]:
             notes=[
                 "Acceptance can be measured on a staging replica that serves a copy of the "
                 f"traffic with speculation on (`{_serve(req, p, static=True)}`), then "
-                f"`{_bench(req, p, 'results/candidate')}` and `{_replan(req, p)}`."
+                f"`{_bench(req, p, 'results/candidate')}`, `{_measure_live(req)}` and "
+                f"`{_replan(req, p)}`."
             ],
         ),
     ]
@@ -140,17 +171,23 @@ def _gate_stage(req: PlanRequest, p: Plan) -> Stage:
         title="Gate",
         goal=f"Ship only if the measured acceptance clears the gate decided at concurrency "
         f"{g.concurrency} (K={g.k}), the hardest place the policy speculates.",
-        commands=list(PROMQL),
+        commands=[_gate_ab()],
         exit_criteria=[
+            "alphagate gate exits 0 (1: a rule fails, do not ship; 3: not enough evidence "
+            "yet, bench or measure longer)",
             f"ρ ≥ {g.draft_acceptance_rate_min:.3f} at K={g.k} (α ≥ {g.alpha_min:.2f} = break-even "
             f"{g.alpha_breakeven:.2f} at concurrency {g.concurrency} + 0.05 margin; τ ≥ "
             f"{g.mean_acceptance_length_min:.2f}) — the fixed rule α ≥ {g.fixed_rule_alpha} "
             f"would be ρ ≥ {g.fixed_rule_draft_acceptance_rate:.3f} at this K",
-            f"P99 ITL per token not worse than the baseline at concurrency {p.concurrency}",
+            f"P99 ITL per token at concurrency {p.concurrency} at most "
+            f"{1 / g.min_itl_per_token_p99_speedup:.2f}× the baseline's (the prediction + 10%)",
             f"TPOT at least {g.min_tpot_speedup:.2f}× lower than the baseline at concurrency "
             f"{p.concurrency}",
         ],
-        notes=[f"The gate uses {g.quantity_gated}."],
+        notes=[
+            f"The gate uses {g.quantity_gated}: its lower 95% bound must clear the threshold.",
+            "The same quantities in PromQL: " + "; ".join(PROMQL),
+        ],
     )
 
 
@@ -198,20 +235,22 @@ def _measure_stage(req: PlanRequest, p: Plan) -> Stage:
         title="Measure α on real traffic",
         goal="Replace every prior with a measurement: replay production-like prompts and read "
         "the engine's counters.",
-        commands=[_bench(req, p, "results/candidate"), _replan(req, p)],
+        commands=[_bench(req, p, "results/candidate"), _measure_live(req), _replan(req, p)],
         exit_criteria=[
-            "≥ 2,000 drafts per class; ρ per class known to ±0.02 (95% CI from the counts)",
+            "≥ 2,000 drafts (measure live exits 0; 3 means keep the traffic flowing); ρ known "
+            "to ±0.02 (95% CI from the counts)",
             "conditional α per position computed (per-position rate ÷ previous position)",
-            "the re-run plan keeps its verdict",
+            "the re-run plan (plan-measured.md) keeps its verdict",
         ],
         notes=[
             "bench reads the server's counters, so one run measures the traffic it sends: "
-            "bench each class's prompts in its own run for per-class α."
+            "bench each class's prompts in its own run for per-class α. measure live reads the "
+            "same counters while real traffic flows (repeat --url for every replica).",
         ],
     )
 
 
-def _canary_stages(p: Plan) -> list[Stage]:
+def _canary_stages(req: PlanRequest, p: Plan) -> list[Stage]:
     g = p.gate
     assert g is not None
     rho = f"{g.draft_acceptance_rate_min:.3f}"
@@ -220,14 +259,21 @@ def _canary_stages(p: Plan) -> list[Stage]:
             number=4,
             title="Canary",
             goal="Shift real traffic in steps and watch acceptance and the tail.",
-            commands=["5% of traffic for 30 min → 25% for 2 h → 50% for 24 h", alert_rules(p)],
+            commands=[_gate_watch(req, 30), alert_rules(p)],
             exit_criteria=[
                 f"ρ stays ≥ {rho} over every 10-minute window",
                 "P99 ITL per token within 10% of the baseline pool; no rise in error rate",
             ],
             notes=[
+                "5% of traffic for 30 min → 25% for 2 h → 50% for 24 h. The gate command above "
+                "watches the canary: it exits 1 at the first failing evaluation (roll back). "
+                "Through Prometheus instead of /metrics: "
+                f"`alphagate gate --plan {PLAN_JSON} --baseline results/baseline/summary.json "
+                "--candidate results/candidate/summary.json --prometheus PROMETHEUS_URL --selector "
+                f"'{{model_name=\"{served_name(req)}\"}}' --window 10m --watch --interval 60 "
+                "--duration 1800`.",
                 f"Roll back when ρ < {rho} for 10 min, or P99 ITL per token exceeds the "
-                "baseline by 10% for 10 min."
+                "baseline by 10% for 10 min.",
             ],
         ),
         Stage(
@@ -252,7 +298,7 @@ def stages(req: PlanRequest, p: Plan) -> list[Stage]:
         _enable_stage(req, p),
         _measure_stage(req, p),
         _gate_stage(req, p),
-        *_canary_stages(p),
+        *_canary_stages(req, p),
     ]
 
 

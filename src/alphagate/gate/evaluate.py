@@ -1,0 +1,150 @@
+"""Judging rules on evidence: pass, fail, or not enough evidence yet — never a pass on too little.
+
+For a ``>=`` rule: pass when the 95% interval's lower bound clears the threshold, fail when its
+upper bound is below it, otherwise (the interval straddles it, or the sample is below the
+minimum) *insufficient*. ``<=`` rules mirror that. A value without an interval (a ``vllm bench
+serve`` summary) is judged on the point, and says so. Exit codes: 0 pass, 1 fail, 3 insufficient.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from alphagate.core.records import Frozen, Results
+from alphagate.gate.evidence import Evidence, Value, ab_value
+from alphagate.gate.rules import ACCEPTANCE_METRICS, Rule, RuleSet
+from alphagate.measure.estimate import AcceptanceEstimate, Interval
+
+__all__ = ["EXIT_CODES", "GateResult", "RuleResult", "evaluate"]
+
+Outcome = Literal["pass", "fail", "insufficient"]
+EXIT_CODES: dict[Outcome, int] = {"pass": 0, "fail": 1, "insufficient": 3}
+
+
+class RuleResult(Frozen):
+    """One rule against its evidence."""
+
+    rule: Rule
+    value: float | None
+    interval: Interval | None
+    sample: float = Field(description="drafts or requests behind the value")
+    sample_unit: str
+    margin: float | None = Field(description="value − threshold (≥ rules), threshold − value (≤)")
+    result: Outcome
+    why: str
+    evidence: str
+
+
+class GateResult(Results):
+    """The gate's decision: every rule, and the exit code it maps to."""
+
+    verb: Literal["gate"] = "gate"
+    decision: Outcome
+    exit_code: int
+    results: list[RuleResult]
+    sources: list[str]
+
+
+def _acceptance_value(metric: str, est: AcceptanceEstimate) -> Value:
+    if metric == "draft_acceptance_rate":
+        return Value(
+            est.draft_acceptance_rate, est.draft_acceptance_rate_ci, est.num_drafts, "drafts"
+        )
+    if metric == "alpha":
+        return Value(est.alpha_iid, est.alpha_iid_ci, est.num_drafts, "drafts")
+    return Value(
+        est.mean_acceptance_length, est.mean_acceptance_length_ci, est.num_drafts, "drafts"
+    )
+
+
+def _judge(rule: Rule, v: Value, minimum: int) -> tuple[Outcome, str]:
+    if v.value is None:
+        return "insufficient", v.missing or "no value: the evidence does not contain this quantity"
+    if v.n < minimum:
+        return "insufficient", f"{v.n:,.0f} {v.unit} < the {minimum:,} needed to decide"
+    lo, hi = (v.interval.low, v.interval.high) if v.interval else (v.value, v.value)
+    note = "" if v.interval else " (a point estimate: no per-request records to bound it)"
+    if rule.op == ">=":
+        if lo >= rule.threshold:
+            return "pass", f"the 95% interval is above {rule.threshold:.4g}{note}"
+        if hi < rule.threshold:
+            return "fail", f"the 95% interval is below {rule.threshold:.4g}{note}"
+    else:
+        if hi <= rule.threshold:
+            return "pass", f"the 95% interval is below {rule.threshold:.4g}{note}"
+        if lo > rule.threshold:
+            return "fail", f"the 95% interval is above {rule.threshold:.4g}{note}"
+    return "insufficient", f"the 95% interval [{lo:.3g}, {hi:.3g}] straddles {rule.threshold:.4g}"
+
+
+def _evidence_for(rule: Rule, ev: Evidence, rs: RuleSet) -> tuple[Value, str, int] | None:
+    if rule.metric in ACCEPTANCE_METRICS:
+        est = ev.acceptance.get(rule.cls) or (ev.acceptance.get(None) if rule.cls else None)
+        if est is None:
+            return None
+        src = ev.acceptance_source.get(rule.cls) or ev.acceptance_source.get(None, "")
+        if rule.cls and rule.cls not in ev.acceptance:
+            src += " — all traffic: no per-class measurement"
+        return _acceptance_value(rule.metric, est), src, rs.min_drafts
+    pairs = ev.ab
+    key = (
+        rule.concurrency
+        if rule.concurrency in pairs
+        else (next(iter(pairs)) if len(pairs) == 1 else None)
+    )
+    if key not in pairs:
+        return None
+    base, cand = pairs[key]
+    return ab_value(rule.metric, base, cand), f"A/B at concurrency {key}", rs.min_requests
+
+
+def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
+    """Judge every rule; the decision is fail if any fails, else insufficient if any is."""
+    results = []
+    for rule in rs.rules:
+        found = _evidence_for(rule, ev, rs)
+        if found is None:
+            kind = "acceptance" if rule.metric in ACCEPTANCE_METRICS else "baseline vs candidate"
+            results.append(
+                RuleResult(
+                    rule=rule,
+                    value=None,
+                    interval=None,
+                    sample=0.0,
+                    sample_unit="",
+                    margin=None,
+                    result="insufficient",
+                    why=f"no {kind} evidence was given for it",
+                    evidence="",
+                )
+            )
+            continue
+        v, src, minimum = found
+        outcome, why = _judge(rule, v, minimum)
+        margin = (
+            None
+            if v.value is None
+            else (v.value - rule.threshold if rule.op == ">=" else rule.threshold - v.value)
+        )
+        results.append(
+            RuleResult(
+                rule=rule,
+                value=v.value,
+                interval=v.interval,
+                sample=v.n,
+                sample_unit=v.unit,
+                margin=margin,
+                result=outcome,
+                why=why,
+                evidence=src,
+            )
+        )
+    outcomes = {r.result for r in results}
+    decision: Outcome = (
+        "fail" if "fail" in outcomes else "insufficient" if "insufficient" in outcomes else "pass"
+    )
+    return GateResult(
+        decision=decision, exit_code=EXIT_CODES[decision], results=results, sources=ev.sources
+    )

@@ -1,0 +1,133 @@
+"""Gate rules: thresholds on measured quantities, from flags, a rules file, or a plan.
+
+A rule names a metric, a direction and a threshold, and optionally the traffic class or the bench
+level it applies to. Acceptance metrics are judged on their 95% interval (the lower bound must
+clear a minimum); A/B metrics on a bootstrap interval over requests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from alphagate.core.errors import ConfigError
+from alphagate.core.records import Frozen
+
+__all__ = [
+    "AB_METRICS",
+    "ACCEPTANCE_METRICS",
+    "Metric",
+    "Rule",
+    "RuleSet",
+    "load_rules",
+    "rules_from_plan",
+]
+
+Metric = Literal[
+    "draft_acceptance_rate",
+    "alpha",
+    "mean_acceptance_length",
+    "throughput_speedup",
+    "tpot_speedup",
+    "itl_per_token_p99_speedup",
+    "error_rate",
+]
+#: How each metric reads in a table (the JSON keeps the metric names).
+LABELS = {
+    "draft_acceptance_rate": "ρ",
+    "alpha": "α",
+    "mean_acceptance_length": "τ",
+    "throughput_speedup": "throughput speedup",
+    "tpot_speedup": "TPOT speedup",
+    "itl_per_token_p99_speedup": "P99 ITL/token speedup",
+    "error_rate": "error rate",
+}
+ACCEPTANCE_METRICS = ("draft_acceptance_rate", "alpha", "mean_acceptance_length")
+AB_METRICS = ("throughput_speedup", "tpot_speedup", "itl_per_token_p99_speedup", "error_rate")
+
+
+class Rule(Frozen):
+    """One threshold. ``>=`` rules pass when the whole 95% interval is above the threshold."""
+
+    metric: Metric
+    op: Literal[">=", "<="] = ">="
+    threshold: float = Field(allow_inf_nan=False)
+    cls: str | None = Field(default=None, description="a traffic class; None = all traffic")
+    concurrency: int | None = Field(default=None, ge=1, description="the bench level, c<N>")
+    source: str = Field(default="flag", description="where the rule came from")
+
+    def describe(self) -> str:
+        """``α [chat] ≥ 0.2964``, ``TPOT speedup @c16 ≥ 1.05``."""
+        scope = f" [{self.cls}]" if self.cls else ""
+        at = f" @c{self.concurrency}" if self.concurrency else ""
+        op = "≥" if self.op == ">=" else "≤"
+        return f"{LABELS[self.metric]}{scope}{at} {op} {self.threshold:.4g}"
+
+
+class RuleSet(Frozen):
+    """The rules and how much evidence a decision needs."""
+
+    rules: list[Rule] = Field(min_length=1)
+    min_drafts: int = Field(default=2000, ge=1, description="acceptance needs this many drafts")
+    min_requests: int = Field(default=100, ge=1, description="an A/B needs this many per side")
+
+
+def load_rules(path: Path) -> RuleSet:
+    """A rules file: ``{"rules": [{"metric": ..., "op": ..., "threshold": ...}], ...}`` (JSON)."""
+    if not path.is_file():
+        raise ConfigError(f"rules file not found (or not a file): {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rs = RuleSet.model_validate(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a JSON rules file ({exc})") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+    return rs.model_copy(
+        update={"rules": [r.model_copy(update={"source": str(path)}) for r in rs.rules]}
+    )
+
+
+def rules_from_plan(path: Path) -> list[Rule]:
+    """The gate of a plan (``alphagate plan --json``, or the .json written beside ``--out``)."""
+    from alphagate.plan.records import Plan
+
+    if not path.is_file():
+        raise ConfigError(f"plan file not found (or not a file): {path}")
+    try:
+        plan = Plan.model_validate_json(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValidationError, ValueError) as exc:
+        raise ConfigError(
+            f"{path}: not an alphagate plan JSON ({str(exc).splitlines()[0]})"
+        ) from None
+    g = plan.gate
+    if g is None:
+        raise ConfigError(f"{path}: the plan is a {plan.verdict}: it has no gate to apply")
+    src = f"plan {path.name} (decided at concurrency {g.concurrency}, K={g.k})"
+    rules = [Rule(metric="alpha", threshold=g.alpha_min, source=src)]
+    for c in plan.classes:
+        if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
+            rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    rules += [
+        Rule(
+            metric="tpot_speedup",
+            threshold=g.min_tpot_speedup,
+            concurrency=plan.concurrency,
+            source=src,
+        ),
+        Rule(
+            metric="itl_per_token_p99_speedup",
+            threshold=g.min_itl_per_token_p99_speedup,
+            concurrency=plan.concurrency,
+            source=src,
+        ),
+        Rule(
+            metric="error_rate", op="<=", threshold=0.01, concurrency=plan.concurrency, source=src
+        ),
+    ]
+    return rules

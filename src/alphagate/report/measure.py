@@ -1,0 +1,152 @@
+"""Rich renderings of ``alphagate measure`` and ``alphagate gate`` results (80 columns)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from alphagate.gate.evaluate import GateResult
+from alphagate.measure.estimate import AcceptanceEstimate, Interval
+from alphagate.measure.results import MeasureResult
+from alphagate.report._fmt import LOSS
+from alphagate.report._tables import add_columns, new_table
+
+__all__ = ["render_gate", "render_measure"]
+
+
+def _ci(iv: Interval | None, digits: int = 3) -> str:
+    return "—" if iv is None else f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]"
+
+
+def _v(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
+    t = add_columns(new_table(title), "quantity", "value", "95% interval", "note")
+    t.add_row("drafts (speculative steps)", f"{e.num_drafts:,.0f}", "", f"K = {e.k}")
+    t.add_row(
+        "ρ  draft acceptance rate",
+        _v(e.draft_acceptance_rate),
+        _ci(e.draft_acceptance_rate_ci),
+        "accepted ÷ drafted",
+    )
+    t.add_row(
+        "τ  mean acceptance length",
+        _v(e.mean_acceptance_length),
+        _ci(e.mean_acceptance_length_ci),
+        "incl. bonus token",
+    )
+    t.add_row("α  i.i.d. conditional", _v(e.alpha_iid), _ci(e.alpha_iid_ci), "the α this ρ implies")
+    if e.sglang_accept_length is not None:
+        t.add_row(
+            "τ  SGLang accept length", _v(e.sglang_accept_length, 2), "—", "no counts behind it"
+        )
+    parts: list[RenderableType] = [t]
+    if e.alpha_by_pos:
+        p = add_columns(
+            new_table("By position (vLLM counters)"),
+            "position",
+            "accepted",
+            "unconditional",
+            "conditional α",
+            "95% interval",
+            left=0,
+        )
+        for i, (c, r, a, iv) in enumerate(
+            zip(
+                e.accepted_per_pos,
+                e.per_position_acceptance,
+                e.alpha_by_pos,
+                e.alpha_by_pos_ci,
+                strict=False,
+            )
+        ):
+            p.add_row(str(i + 1), f"{c:,.0f}", _v(r), _v(a), _ci(iv))
+        parts.append(p)
+    return Group(*parts)
+
+
+def _series_table(m: MeasureResult) -> RenderableType:
+    t = add_columns(new_table("Over time (per step)"), "end", "replica", "drafts", "ρ", "τ", left=2)
+    for pt in m.series:
+        t.add_row(
+            datetime.fromtimestamp(pt.end).strftime("%m-%d %H:%M:%S"),
+            pt.instance or "all",
+            f"{pt.num_drafts:,.0f}",
+            _v(pt.draft_acceptance_rate),
+            _v(pt.mean_acceptance_length, 2),
+        )
+    return t
+
+
+def render_measure(m: MeasureResult) -> RenderableType:
+    """The acceptance measured, with its intervals, by position, over time and by replica."""
+    window = f" over {m.window_s:,.0f} s" if m.window_s else ""
+    parts: list[RenderableType] = [Text(f"{m.verb}: {m.source}{window}", style="bold")]
+    if m.overall is not None:
+        parts.append(_estimate_table("Acceptance, all traffic", m.overall))
+    for name, est in m.classes.items():
+        parts.append(_estimate_table(f"Acceptance, class {name}", est))
+    if m.replicas:
+        t = add_columns(new_table("By replica"), "replica", "drafts", "ρ", "τ")
+        for name, est in m.replicas.items():
+            t.add_row(
+                name,
+                f"{est.num_drafts:,.0f}",
+                _v(est.draft_acceptance_rate),
+                _v(est.mean_acceptance_length, 2),
+            )
+        parts.append(t)
+    if m.series:
+        parts.append(_series_table(m))
+    if m.counter_reset:
+        parts.append(
+            Text(
+                "a counter went down inside the window (a restart): counted from the restart",
+                style="yellow",
+            )
+        )
+    for n in m.notes:
+        parts.append(Text(n, style="dim"))
+    if m.promql:
+        parts.append(Text("PromQL:", style="bold"))
+        # whole lines, for copying into Grafana: the terminal wraps them, not the renderer
+        parts += [Text("  " + q, style="dim", no_wrap=True, overflow="ignore") for q in m.promql]
+    return Group(*parts)
+
+
+def render_gate(g: GateResult) -> RenderableType:
+    """Each rule with its value, interval, threshold, margin and result; then the decision."""
+    t = add_columns(new_table("Gate"), "rule", "value", "95% interval", "margin", "result")
+    for r in g.results:
+        res = {"pass": "[green]pass[/green]", "fail": f"[red]fail {LOSS}[/red]"}.get(
+            r.result, "[yellow]insufficient[/yellow]"
+        )
+        t.add_row(
+            r.rule.describe(),
+            _v(r.value),
+            _ci(r.interval),
+            "—" if r.margin is None else f"{r.margin:+.3f}",
+            res,
+        )
+    lines = [
+        Text(
+            f"{r.rule.describe()}: {r.why}" + (f" — {r.evidence}" if r.evidence else ""),
+            style="dim",
+        )
+        for r in g.results
+    ]
+    colour = {"pass": "green", "fail": "red"}.get(g.decision, "yellow")
+    verdict = {"pass": "PASS", "fail": "FAIL", "insufficient": "NOT ENOUGH EVIDENCE YET"}[
+        g.decision
+    ]
+    return Group(
+        t,
+        *lines,
+        Text.assemble(
+            ("Decision: ", "bold"), (f"{verdict} (exit {g.exit_code})", f"bold {colour}")
+        ),
+    )

@@ -1,0 +1,223 @@
+"""The gate's decisions at their boundaries, its A/B intervals, and its CLI on files and bad input.
+
+A ``>=`` rule passes only when the whole 95% interval clears the threshold, fails when the whole
+interval is below it, and otherwise — or on too small a sample — is *insufficient* (exit 3),
+never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alphagate import theory
+from alphagate.bench.records import RequestRecord
+from alphagate.gate import Evidence, Rule, RuleSet, evaluate
+from alphagate.gate.evidence import ABSide, ab_value
+from alphagate.measure.estimate import AcceptanceEstimate, estimate
+from alphagate.measure.results import MeasureResult
+from tests.conftest import Cli
+
+K = 3
+
+
+def _acc(alpha: float, drafts: int) -> AcceptanceEstimate:
+    """Counter totals as a server with i.i.d. acceptance α would report them (expected counts)."""
+    per_pos = [drafts * alpha ** (i + 1) for i in range(K)]
+    return estimate(drafts, drafts * K, sum(per_pos), per_pos, K)
+
+
+def _decide(rule: Rule, est: AcceptanceEstimate, min_drafts: int = 1000) -> str:
+    ev = Evidence()
+    ev.add_acceptance(None, est, "test")
+    return evaluate(RuleSet(rules=[rule], min_drafts=min_drafts), ev).results[0].result
+
+
+def test_acceptance_rules_at_the_interval_boundaries() -> None:
+    est = _acc(0.6, 5000)
+    ci = est.alpha_iid_ci
+    assert ci is not None and ci.low < 0.6 < ci.high
+    assert _decide(Rule(metric="alpha", threshold=ci.low - 1e-6), est) == "pass"
+    assert _decide(Rule(metric="alpha", threshold=ci.high + 1e-6), est) == "fail"
+    assert _decide(Rule(metric="alpha", threshold=0.6), est) == "insufficient"  # straddles
+    # far above the threshold, but on fewer drafts than the rule set needs: never a pass
+    assert _decide(Rule(metric="alpha", threshold=0.1), _acc(0.6, 500)) == "insufficient"
+    rho = float(theory.draft_acceptance_rate(0.6, K))
+    assert est.draft_acceptance_rate == pytest.approx(rho)
+    assert _decide(Rule(metric="draft_acceptance_rate", threshold=rho - 0.03), est) == "pass"
+    tau = float(theory.mean_acceptance_length(0.6, K))
+    assert _decide(Rule(metric="mean_acceptance_length", threshold=tau + 0.1), est) == "fail"
+
+
+def test_decision_and_exit_code_combine_rules() -> None:
+    ev = Evidence()
+    ev.add_acceptance(None, _acc(0.6, 5000), "test")
+    passing = Rule(metric="alpha", threshold=0.5)
+    failing = Rule(metric="alpha", threshold=0.7)
+    straddling = Rule(metric="alpha", threshold=0.6)
+    g = evaluate(RuleSet(rules=[passing]), ev)
+    assert (g.decision, g.exit_code) == ("pass", 0)
+    g = evaluate(RuleSet(rules=[passing, straddling]), ev)
+    assert (g.decision, g.exit_code) == ("insufficient", 3)
+    g = evaluate(RuleSet(rules=[passing, straddling, failing]), ev)
+    assert (g.decision, g.exit_code) == ("fail", 1)
+    # a rule with no evidence at all is insufficient, and says which kind was missing
+    g = evaluate(RuleSet(rules=[Rule(metric="tpot_speedup", threshold=1.1)]), ev)
+    assert g.decision == "insufficient" and "baseline vs candidate" in g.results[0].why
+
+
+def test_a_measurement_outranks_a_bench_runs_counters() -> None:
+    ev = Evidence()
+    ev.add_acceptance(None, _acc(0.3, 2000), "bench c1", bench=True)
+    ev.add_acceptance(None, _acc(0.4, 9000), "bench c16", bench=True)  # more drafts: kept
+    assert ev.acceptance_source[None] == "bench c16"
+    ev.add_acceptance(None, _acc(0.7, 3000), "measure live")
+    ev.add_acceptance(None, _acc(0.2, 90000), "bench c64", bench=True)  # does not replace it
+    assert ev.acceptance_source[None] == "measure live"
+
+
+def _records(n: int, tpot_s: float, tokens: int, rng: np.random.Generator) -> list[RequestRecord]:
+    out = []
+    for i in range(n):
+        gaps = rng.exponential(tpot_s, tokens - 1)
+        times = np.concatenate([[0.05], 0.05 + np.cumsum(gaps)])
+        out.append(
+            RequestRecord(
+                run_id="r",
+                id=i,
+                target="x",
+                level="c1",
+                cls=None,
+                prompt_tokens=8,
+                output_tokens=tokens,
+                send_s=float(i),
+                ttft_s=0.05,
+                chunk_times_s=times.tolist(),
+                chunk_tokens=[1] * tokens,
+                tokens_per_chunk_source="usage",
+                e2e_s=float(times[-1]),
+            )
+        )
+    return out
+
+
+def test_the_bootstrap_interval_covers_the_true_ratio_and_narrows_with_n() -> None:
+    """Exponential gaps with means 20 ms and 10 ms: the true TPOT ratio is 2. Over 100
+    independent A/Bs the 95% interval covers it ~95 times (binomial sd 2.2; 85 is 4.6 sd
+    below); the interval narrows like 1/√n."""
+    rng = np.random.default_rng(7)
+    covered = 0
+    for _ in range(100):
+        base = ABSide("baseline", _records(60, 0.020, 20, rng), None)
+        cand = ABSide("candidate", _records(60, 0.010, 20, rng), None)
+        v = ab_value("tpot_speedup", base, cand)
+        assert v.interval is not None and v.n == 60
+        covered += v.interval.low <= 2.0 <= v.interval.high
+    assert covered >= 85
+    widths = []
+    for n in (50, 800):
+        base = ABSide("baseline", _records(n, 0.020, 40, rng), None)
+        cand = ABSide("candidate", _records(n, 0.010, 40, rng), None)
+        v = ab_value("tpot_speedup", base, cand)
+        assert v.interval is not None
+        widths.append(v.interval.high - v.interval.low)
+        p99 = ab_value("itl_per_token_p99_speedup", base, cand)
+        # P99 of exponential gaps scales with the mean: the ratio is 2 as well
+        assert p99.value == pytest.approx(2.0, rel=0.25)
+    # 16× the requests: about ¼ the width
+    assert widths[1] < widths[0] / 2.5
+
+
+def test_error_rate_is_a_wilson_bound_over_requests() -> None:
+    rng = np.random.default_rng(1)
+    ok = _records(300, 0.01, 5, rng)
+    bad = [r.model_copy(update={"error_type": "http_500"}) for r in ok[:3]]
+    cand = ABSide("candidate", ok[3:] + bad, None)
+    v = ab_value("error_rate", ABSide("baseline", ok, None), cand)
+    assert v.value == pytest.approx(0.01) and v.interval is not None
+    # Wilson (1927) by hand: centre (p + z²/2n)/(1 + z²/n), half-width z·√(p(1−p)/n + z²/4n²)/(1 + z²/n)
+    p, n, z = 0.01, 300, 1.959964
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert v.interval.low == pytest.approx(centre - half, rel=1e-4)
+    assert v.interval.high == pytest.approx(centre + half, rel=1e-4)
+
+
+# ---------------------------------------------------------------- the CLI on files
+def _measure_file(path: Path, alpha: float, drafts: int) -> Path:
+    m = MeasureResult(verb="measure live", source="test", overall=_acc(alpha, drafts))
+    path.write_text(json.dumps(m.payload()))
+    return path
+
+
+def test_cli_exit_codes_on_measure_files(cli: Cli, tmp_path: Path) -> None:
+    good = _measure_file(tmp_path / "good.json", 0.7, 5000)
+    bad = _measure_file(tmp_path / "bad.json", 0.3, 5000)
+    few = _measure_file(tmp_path / "few.json", 0.9, 50)
+    out = tmp_path / "gate.json"
+    r = cli.run("gate", "--min-alpha", "0.5", "--measure", str(good), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert "α ≥ 0.5" in r.output and "PASS" in r.output
+    d = json.loads(out.read_text())
+    assert d["verb"] == "gate" and d["decision"] == "pass" and d["exit_code"] == 0
+    assert d["results"][0]["margin"] == pytest.approx(d["results"][0]["value"] - 0.5)
+    assert cli.run("gate", "--min-alpha", "0.5", "--measure", str(bad)).exit_code == 1
+    r = cli.run("gate", "--min-alpha", "0.5", "--measure", str(few))
+    assert r.exit_code == 3 and "50 drafts < the 2,000 needed" in r.output
+    r = cli.run("gate", "--min-alpha", "0.5", "--measure", str(few), "--min-drafts", "20")
+    assert r.exit_code == 0
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [{"metric": "draft_acceptance_rate", "threshold": 0.4}]}))
+    d = cli.json("gate", "--rules", str(rules), "--measure", str(good))
+    assert d["decision"] == "pass" and d["results"][0]["rule"]["source"] == str(rules)
+
+
+def test_cli_point_values_from_vllm_bench_serve(cli: Cli, tmp_path: Path) -> None:
+    def result(name: str, tpot: float, itl: float, **extra: float) -> Path:
+        p = tmp_path / name
+        body = {"max_concurrency": 8, "completed": 500, "failed": 0}
+        body |= {"mean_tpot_ms": tpot, "p99_itl_ms": itl, "output_throughput": 1000 / tpot}
+        p.write_text(json.dumps(body | extra))
+        return p
+
+    base = result("base.json", 20.0, 25.0)
+    cand = result("cand.json", 12.0, 40.0)
+    d = cli.json(
+        "gate", "--min-tpot-speedup", "1.5", "--min-itl-per-token-p99-speedup", "0.9",
+        "--vllm-baseline", str(base), "--vllm-candidate", str(cand), exit_code=3,
+    )  # fmt: skip
+    tpot, itl = d["results"]
+    assert tpot["result"] == "pass" and tpot["value"] == pytest.approx(20 / 12)
+    assert "point estimate" in tpot["why"]
+    # vllm bench serve's ITL is one sample per chunk: never judged as a per-token figure
+    assert itl["result"] == "insufficient" and "per chunk" in itl["why"]
+    assert d["exit_code"] == 3
+
+
+def test_cli_bad_input_is_exit_2_and_names_the_input(cli: Cli, tmp_path: Path) -> None:
+    good = _measure_file(tmp_path / "good.json", 0.7, 5000)
+    cases: list[tuple[list[str], str]] = [
+        (["--measure", str(good)], "no rules"),
+        (["--min-alpha", "0.5"], "no evidence"),
+        (["--min-alpha", "1.5", "--measure", str(good)], "--min-alpha"),
+        (["--min-alpha", "0.5", "--measure", str(tmp_path / "nope.json")], "not found"),
+        (["--min-alpha", "0.5", "--measure", str(good), "--watch"], "--watch needs"),
+        (["--min-alpha", "0.5", "--url", "http://127.0.0.1:9", "--window", "1s"], "cannot reach"),
+        (["--min-alpha", "0.5", "--url", "http://127.0.0.1:9", "--window", "soon"], "--window"),
+    ]
+    (tmp_path / "rules.json").write_text('{"rules": [{"metric": "alpah", "threshold": 0.5}]}')
+    cases.append((["--rules", str(tmp_path / "rules.json"), "--measure", str(good)], "metric"))
+    (tmp_path / "notjson.json").write_text("{")
+    cases.append((["--min-alpha", "0.5", "--measure", str(tmp_path / "notjson.json")], "JSON"))
+    no_go = tmp_path / "nogo.json"
+    r = cli.run("plan", "--class", "chat:1:0.2", "--concurrency", "256", "--out", str(no_go))
+    assert r.exit_code == 0 and json.loads(no_go.read_text())["verdict"] == "no-go"
+    cases.append((["--plan", str(no_go), "--measure", str(good)], "no gate to apply"))
+    for args, needle in cases:
+        r = cli.run("gate", *args)
+        assert r.exit_code == 2, (args, r.output)
+        assert needle in r.output, (args, r.output)
+        assert "Traceback" not in r.output
