@@ -61,7 +61,7 @@ def test_bench_recovers_rho_tau_within_sampling_error(cli: Cli, tmp_path: Path) 
     half = 4.5 * math.sqrt(var_e / drafts)
     assert abs(a["mean_acceptance_length"] - mean_e) < half
     assert abs(a["draft_acceptance_rate"] - (mean_e - 1) / k) < half / k
-    assert a["implied_alpha_iid"] == pytest.approx(alpha, abs=0.05)
+    assert a["alpha_iid"] == pytest.approx(alpha, abs=0.05)
     assert a["draft_acceptance_rate"] == pytest.approx(
         float(theory.draft_acceptance_rate(alpha, k)), abs=half / k
     )

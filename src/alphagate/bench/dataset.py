@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DatasetError", "Prompt", "load_prompts"]
+__all__ = ["DatasetError", "Prompt", "load_prompts", "prompt_of", "synthetic_text", "token_count"]
 
 VOCAB = [
     "data",
@@ -58,6 +58,7 @@ class Prompt:
     cls: str | None
     max_tokens: int | None
     ignore_eos: bool = False
+    arrival_s: float | None = None  # trace replay: when to send it, seconds after the first
 
     def as_text(self) -> str:
         if self.prompt is not None:
@@ -72,13 +73,14 @@ def _synthetic(spec: str, n: int, rng: np.random.Generator) -> list[Prompt]:
     n_in, n_out = int(m.group(1)), int(m.group(2))
     if n_in < 1 or n_out < 1:
         raise DatasetError(f"{spec!r}: in and out must be >= 1")
+    return [Prompt(synthetic_text(n_in, rng), None, None, n_out, ignore_eos=True) for _ in range(n)]
+
+
+def synthetic_text(n_words: int, rng: np.random.Generator) -> str:
+    """``n_words`` words drawn from a small vocabulary: about one token each on most tokenizers
+    (exactly one on the twin)."""
     words = np.asarray(VOCAB)
-    return [
-        Prompt(
-            " ".join(words[rng.integers(0, words.size, n_in)]), None, None, n_out, ignore_eos=True
-        )
-        for _ in range(n)
-    ]
+    return " ".join(words[rng.integers(0, words.size, n_words)])
 
 
 def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
@@ -91,22 +93,7 @@ def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise DatasetError(f"{where}: expected a JSON object")
-            prompt, messages = obj.get("prompt"), obj.get("messages")
-            if (prompt is None) == (messages is None):
-                raise DatasetError(f"{where}: needs exactly one of 'prompt' or 'messages'")
-            if prompt is not None and not isinstance(prompt, str):
-                raise DatasetError(f"{where}: 'prompt' must be a string")
-            if messages is not None and (
-                not isinstance(messages, list) or not all(isinstance(x, dict) for x in messages)
-            ):
-                raise DatasetError(f"{where}: 'messages' must be a list of objects")
-            mt = obj.get("max_tokens")
-            if mt is not None and (
-                not isinstance(mt, int) or isinstance(mt, bool) or not 1 <= mt <= 1_048_576
-            ):
-                raise DatasetError(f"{where}: 'max_tokens' must be an integer in 1..1,048,576")
-            cls = obj.get("class")
-            out.append(Prompt(prompt, messages, None if cls is None else str(cls), mt))
+            out.append(prompt_of(obj, where))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: not valid JSON ({exc.msg})")
         except DatasetError as exc:
@@ -114,6 +101,32 @@ def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
         if strict and problems:
             raise DatasetError(problems[0])
     return out
+
+
+def token_count(obj: dict[str, Any], key: str, where: str) -> int | None:
+    """``obj[key]`` as a token count in 1..1,048,576, or None when absent."""
+    n = obj.get(key)
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 1_048_576):
+        raise DatasetError(f"{where}: {key!r} must be an integer in 1..1,048,576")
+    return n
+
+
+def prompt_of(obj: dict[str, Any], where: str, *, text_required: bool = True) -> Prompt:
+    """One dataset (or trace) line: ``prompt`` or ``messages``, ``max_tokens``, ``class``."""
+    prompt, messages = obj.get("prompt"), obj.get("messages")
+    if prompt is not None and messages is not None:
+        raise DatasetError(f"{where}: give 'prompt' or 'messages', not both")
+    if text_required and prompt is None and messages is None:
+        raise DatasetError(f"{where}: needs exactly one of 'prompt' or 'messages'")
+    if prompt is not None and not isinstance(prompt, str):
+        raise DatasetError(f"{where}: 'prompt' must be a string")
+    if messages is not None and (
+        not isinstance(messages, list) or not all(isinstance(x, dict) for x in messages)
+    ):
+        raise DatasetError(f"{where}: 'messages' must be a list of objects")
+    cls = obj.get("class")
+    mt = token_count(obj, "max_tokens", where)
+    return Prompt(prompt, messages, None if cls is None else str(cls), mt)
 
 
 def _sharegpt(path: Path, problems: list[str]) -> list[Prompt]:

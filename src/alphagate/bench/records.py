@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field
 
+from alphagate.bench.slo import SLO, Goodput, goodput_of
+from alphagate.bench.sweep import SweepSummary
 from alphagate.core.records import Frozen, Results
 from alphagate.measure.prom import SpecAcceptance
-from alphagate.sim.results import Distribution, LatencyStats, Speedups, speedups
+from alphagate.sim.results import Distribution, LatencyStats, Speedups, ratio, speedups
+
+FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "BenchResult",
@@ -42,6 +48,11 @@ class RequestRecord(Frozen):
     prompt_tokens: int | None = Field(description="from the server's usage")
     output_tokens: int | None = Field(description="from the server's usage")
     send_s: float = Field(description="send time, seconds since the run started")
+    scheduled_s: float | None = Field(
+        default=None,
+        description="open loop and trace replay: when the schedule said to send it, seconds "
+        "since the run started",
+    )
     ttft_s: float | None
     chunk_times_s: list[float] = Field(description="arrival of each content chunk, since send")
     chunk_tokens: list[int] = Field(description="tokens in each chunk")
@@ -54,6 +65,26 @@ class RequestRecord(Frozen):
     @property
     def ok(self) -> bool:
         return self.error_type is None
+
+    def chunk_gaps_s(self) -> FloatArray:
+        """ITL per chunk: the gap before each chunk after the first, shape ``[n_chunks - 1]``."""
+        times = np.asarray(self.chunk_times_s, dtype=np.float64)
+        return np.diff(times) if times.size > 1 else np.zeros(0)
+
+    def itl_per_token_s(self) -> tuple[FloatArray, FloatArray]:
+        """ITL per token: each chunk gap ÷ tokens in the chunk after it, and those token counts
+        (the weight of each value: one sample per token). Both of shape ``[n_chunks - 1]``."""
+        g = self.chunk_gaps_s()
+        w = np.maximum(np.asarray(self.chunk_tokens[1 : g.size + 1], dtype=np.float64), 1.0)
+        return g / w, w
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2E − TTFT) ÷ (output tokens − 1); None for one output token or a failed request."""
+        n = self.output_tokens
+        if not n or n <= 1 or self.ttft_s is None or self.e2e_s is None:
+            return None
+        return (self.e2e_s - self.ttft_s) / (n - 1)
 
 
 class Stats(LatencyStats):
@@ -68,6 +99,10 @@ class Stats(LatencyStats):
     duration_s: float
     request_throughput: float
     output_tokens: int
+    send_lag_ms: Distribution | None = Field(
+        default=None,
+        description="open loop and trace replay: actual − scheduled send time of each request",
+    )
 
 
 def stats_of(records: Iterable[RequestRecord]) -> Stats:
@@ -89,18 +124,17 @@ def stats_of(records: Iterable[RequestRecord]) -> Stats:
     gaps, tok_vals, tok_w, tpots = [], [], [], []
     n_chunks = n_chunk_tokens = 0
     for r in ok:
-        times = np.asarray(r.chunk_times_s)
-        toks = np.asarray(r.chunk_tokens, dtype=np.float64)
-        if times.size > 1:
-            g = np.diff(times)
-            w = np.maximum(toks[1:], 1.0)
-            gaps.append(g)
-            tok_vals.append(g / w)
+        per_token, w = r.itl_per_token_s()
+        if per_token.size:
+            gaps.append(r.chunk_gaps_s())
+            tok_vals.append(per_token)
             tok_w.append(w)
-            n_chunks += g.size
-            n_chunk_tokens += int(toks[1:].sum())
-        if r.output_tokens and r.output_tokens > 1 and r.ttft_s is not None and r.e2e_s is not None:
-            tpots.append((r.e2e_s - r.ttft_s) / (r.output_tokens - 1))
+            n_chunks += per_token.size
+            n_chunk_tokens += sum(r.chunk_tokens[1:])
+        tpot = r.tpot_s
+        if tpot is not None:
+            tpots.append(tpot)
+    lags = [r.send_s - r.scheduled_s for r in recs if r.scheduled_s is not None]
 
     def cat(xs: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(xs) if xs else np.zeros(0)
@@ -120,6 +154,7 @@ def stats_of(records: Iterable[RequestRecord]) -> Stats:
         itl_per_chunk_ms=Distribution.of(cat(gaps)),
         itl_per_token_ms=Distribution.of(cat(tok_vals), cat(tok_w)),
         e2e_ms=Distribution.of([r.e2e_s for r in ok if r.e2e_s is not None]),
+        send_lag_ms=Distribution.of(lags) if lags else None,
     )
 
 
@@ -134,6 +169,17 @@ class LevelSummary(Frozen):
     overall: Stats
     classes: dict[str, Stats]
     acceptance: SpecAcceptance | None
+    goodput: Goodput | None = Field(default=None, description="under the run's SLO, if any")
+    time_scale: float | None = Field(
+        default=None, description="trace replay: wall seconds per trace second"
+    )
+
+    @property
+    def load(self) -> float | None:
+        """The level's load: its rate when open loop, else its concurrency (None: a trace)."""
+        if self.time_scale is not None:
+            return None
+        return self.rate if self.rate is not None else self.concurrency
 
 
 def summarize_level(
@@ -144,18 +190,24 @@ def summarize_level(
     rate: float | None,
     records: list[RequestRecord],
     acceptance: SpecAcceptance | None,
+    *,
+    slo: SLO | None = None,
+    time_scale: float | None = None,
 ) -> LevelSummary:
     """The one place a level's summary is assembled (after a run, or from an interrupted one)."""
     classes = sorted({r.cls for r in records if r.cls is not None})
+    overall = stats_of(records)
     return LevelSummary(
         target=target,
         url=url,
         level=label,
         concurrency=concurrency,
         rate=rate,
-        overall=stats_of(records),
+        overall=overall,
         classes={c: stats_of(r for r in records if r.cls == c) for c in classes},
         acceptance=acceptance,
+        goodput=None if slo is None else goodput_of(records, slo, overall.duration_s),
+        time_scale=time_scale,
     )
 
 
@@ -164,6 +216,12 @@ class Comparison(Frozen):
 
     level: str
     speedups: Speedups
+    goodput_ratio: float | None = Field(
+        default=None, description="good requests/s, candidate ÷ baseline (None: no SLO, or 0/0)"
+    )
+    output_goodput_ratio: float | None = Field(
+        default=None, description="good requests' output tokens/s, candidate ÷ baseline"
+    )
 
 
 def compare_levels(levels: list[LevelSummary]) -> list[Comparison]:
@@ -174,7 +232,19 @@ def compare_levels(levels: list[LevelSummary]) -> list[Comparison]:
     for label in order:
         b, c = by.get(("baseline", label)), by.get(("candidate", label))
         if b is not None and c is not None:
-            out.append(Comparison(level=label, speedups=speedups(c.overall, b.overall)))
+            gb, gc = b.goodput, c.goodput
+            out.append(
+                Comparison(
+                    level=label,
+                    speedups=speedups(c.overall, b.overall),
+                    goodput_ratio=None
+                    if gb is None or gc is None
+                    else ratio(gc.good_requests_per_s, gb.good_requests_per_s),
+                    output_goodput_ratio=None
+                    if gb is None or gc is None
+                    else ratio(gc.good_output_tokens_per_s, gb.good_output_tokens_per_s),
+                )
+            )
     return out
 
 
@@ -192,6 +262,10 @@ class BenchResult(Results):
         default=None, description="why the run ended early (interrupted, error rate, ...)"
     )
     records_file: str | None = None
+    slo: SLO | None = Field(default=None, description="the latency SLO goodput is counted under")
+    sweep: SweepSummary | None = Field(
+        default=None, description="--sweep: the knee of each target and their ratio"
+    )
 
     @property
     def requests(self) -> tuple[int, int]:
@@ -209,3 +283,10 @@ class BenchResult(Results):
         if self.stop_reason and self.stop_reason.startswith("cannot write"):
             return self.stop_reason
         return None
+
+    def records_path(self, summary: Path) -> tuple[Path | None, list[Path]]:
+        """This run's ``requests.jsonl``: beside ``summary`` (under the name the summary records),
+        else at the recorded path. Returns the one found (or None) and every place looked at."""
+        named = Path(self.records_file) if self.records_file else Path("requests.jsonl")
+        looked = list(dict.fromkeys([summary.parent / named.name, named]))
+        return next((p for p in looked if p.is_file()), None), looked

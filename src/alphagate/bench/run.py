@@ -1,7 +1,7 @@
 """One ``alphagate bench`` run from start to :class:`~alphagate.bench.records.BenchResult`.
 
-:func:`run_bench` owns the event loop and the HTTP session, runs every level through
-:class:`~alphagate.bench.runner.BenchRunner`, and turns Ctrl-C (``KeyboardInterrupt``) into a
+:func:`run_bench` owns the event loop and the HTTP session, runs every level (or the knee search
+of a sweep) through :class:`~alphagate.bench.runner.BenchRunner`, and turns Ctrl-C (``KeyboardInterrupt``) into a
 result marked ``interrupted`` whose levels include the unfinished one, summarised from every record
 that completed. It writes nothing itself: each finished record goes to ``sink`` (the CLI appends it
 to ``requests.jsonl``) and to ``on_record`` (the live display).
@@ -66,6 +66,7 @@ def run_bench(
     if interrupted and runner is not None:
         levels += runner.unfinished_levels()
     stop = runner.stop_reason if runner is not None else None
+    knees = runner.knees if runner is not None else None
     return BenchResult(
         run_id=run_id,
         config=redacted_config(cfg),
@@ -74,4 +75,6 @@ def run_bench(
         dataset_problems=dataset_problems or [],
         interrupted=interrupted,
         stop_reason="interrupted" if interrupted else stop,
+        slo=cfg.slo,
+        sweep=None if knees is None else knees.summary(),
     )

@@ -1,8 +1,8 @@
 """``alphagate bench``: benchmark an OpenAI-compatible endpoint, or baseline vs candidate.
 
-Exit codes: 0 done; 1 every request failed, the error rate exceeded ``--max-error-rate``, or the
-records could not be written; 2 bad input; 130 interrupted (Ctrl-C or SIGTERM — the summary is
-still written from every completed record).
+Exit codes: 0 done (a sweep whose SLO breaks is a result, not an error); 1 every request failed,
+the error rate exceeded ``--max-error-rate``, or the records could not be written; 2 bad input;
+130 interrupted (Ctrl-C or SIGTERM — the summary is still written from every completed record).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -33,11 +34,26 @@ if TYPE_CHECKING:
     from alphagate.bench.dataset import Prompt
     from alphagate.bench.records import BenchResult, RequestRecord
     from alphagate.bench.runner import BenchConfig
+    from alphagate.bench.slo import SLO
+    from alphagate.bench.sweep import Sweep
 
 _OUT_HELP = (
     "Folder for requests.jsonl and summary.json (default results/bench-TIME). A re-run into the "
     "same folder appends its records under a new run id; summary.json describes the newest run and "
     "summary-RUN_ID.json keeps each run's own."
+)
+_SLO_HELP = (
+    "Latency bounds per request in ms, e.g. itl_per_token_p99_ms=50,ttft_ms=2000 (vLLM's "
+    "ttft:500 tpot:50 also works): ttft_ms, tpot_ms, e2e_ms, itl_per_token_p99_ms (the request's "
+    "own P99 of chunk gap ÷ tokens), itl_per_token_max_ms. A request is good when it completed "
+    "within every bound; goodput = good requests/s (and their tokens/s) per level and, in an A/B, "
+    "candidate ÷ baseline."
+)
+_TRACE_HELP = (
+    "Replay a trace: JSONL, one request per line — timestamp (ms, Mooncake/AIPerf convention), "
+    "input_length or prompt or messages, output_length (or max_tokens), class — or the Azure LLM "
+    "inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens). Requests are sent at their "
+    "timestamps (× --time-scale) against each target; -n keeps the first N."
 )
 
 
@@ -73,13 +89,14 @@ def bench_cmd(
         ),
     ] = None,
     dataset: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--dataset",
             "--dataset-path",
-            help="ShareGPT .json, .jsonl (prompt|messages, class, max_tokens) or synthetic:in=N,out=M.",
+            help="ShareGPT .json, .jsonl (prompt|messages, class, max_tokens) or synthetic:in=N,out=M "
+            "(default synthetic:in=512,out=256).",
         ),
-    ] = "synthetic:in=512,out=256",
+    ] = None,
     dataset_name: Annotated[
         Literal["random", "sharegpt", "custom"] | None,
         typer.Option(
@@ -115,7 +132,52 @@ def bench_cmd(
         float,
         typer.Option("--burstiness", callback=finite_float("--burstiness", 0.01, 100.0)),
     ] = 1.0,
-    num_prompts: Annotated[int, typer.Option("--num-prompts", "-n", min=1, max=10_000_000)] = 200,
+    num_prompts: Annotated[
+        int | None,
+        typer.Option(
+            "--num-prompts",
+            "-n",
+            min=1,
+            max=10_000_000,
+            help="Requests per level (default 200; a trace: all of its requests).",
+        ),
+    ] = None,
+    slo: Annotated[str | None, typer.Option("--slo", help=_SLO_HELP)] = None,
+    slo_attainment: Annotated[
+        float,
+        typer.Option(
+            "--slo-attainment",
+            callback=finite_float("--slo-attainment", 0.01, 1.0),
+            help="Share of a level's requests that must be good for the level to meet the SLO "
+            "(0.99: with one bound, its P99 is within it).",
+        ),
+    ] = 0.99,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            "--sweep",
+            help="Find each target's knee under --slo: concurrency:LO..HI or rate:LO..HI; doubles "
+            "the load from LO until the SLO breaks, then bisects.",
+        ),
+    ] = None,
+    sweep_tolerance: Annotated[
+        float,
+        typer.Option(
+            "--sweep-tolerance",
+            callback=finite_float("--sweep-tolerance", 0.001, 1.0),
+            help="Bisection stops when first failing load ÷ knee ≤ 1 + this (or adjacent "
+            "concurrencies).",
+        ),
+    ] = 0.1,
+    trace: Annotated[Path | None, typer.Option("--trace", help=_TRACE_HELP)] = None,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            "--time-scale",
+            callback=finite_float("--time-scale", 0.001, 1000.0),
+            help="--trace: wall seconds per trace second (0.1 replays ten times faster).",
+        ),
+    ] = 1.0,
     duration: Annotated[
         float | None,
         typer.Option(
@@ -149,7 +211,7 @@ def bench_cmd(
         bool, typer.Option("--no-metrics", help="Do not scrape /metrics.")
     ] = False,
     strict: Annotated[
-        bool, typer.Option("--strict", help="A malformed dataset line is fatal.")
+        bool, typer.Option("--strict", help="A malformed dataset or trace line is fatal.")
     ] = False,
     max_errors: Annotated[
         int | None, typer.Option("--max-errors", min=1, help="Stop after N failed requests.")
@@ -171,6 +233,25 @@ def bench_cmd(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", "--result-dir", help=_OUT_HELP)] = None,
+    fmt: Annotated[
+        Literal["table", "json", "csv"],
+        typer.Option(
+            "--format",
+            help="What to print: tables, one JSON object (= --json), or CSV (one row per level; "
+            "requests.csv and levels.csv are written beside summary.json).",
+        ),
+    ] = "table",
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="No live display (CI logs).")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write PNG figures here: speedup, P50/P99 ITL, the ITL CDF, α by position and "
+            "acceptance length measured, and goodput against load (with --slo).",
+        ),
+    ] = None,
     save_result: Annotated[
         bool,
         typer.Option(
@@ -182,33 +263,36 @@ def bench_cmd(
     """Benchmark an OpenAI-compatible endpoint (vLLM, SGLang, the twin) — or baseline vs candidate.
 
     Each finished request is appended to requests.jsonl at once; Ctrl-C or SIGTERM ends the run
-    with every completed record kept and summary.json written (marked interrupted).
+    with every completed record kept and summary.json written (marked interrupted). With --slo,
+    goodput per level; with --sweep, each target's knee; with --trace, production arrivals.
     """
-    from alphagate.bench.dataset import DatasetError, load_prompts
-
     if os.environ.get("ALPHAGATE_API_KEY") == "" and api_key is None:
         fail("ALPHAGATE_API_KEY is set but empty; unset it to send no key", "--api-key")
-
+    if as_json and fmt not in ("table", "json"):
+        fail("give --json or --format csv, not both", "--format")
+    as_json = as_json or fmt == "json"
     if dataset_name == "random":
         dataset = f"synthetic:in={random_input_len},out={random_output_len}"
-    if warmup >= num_prompts:
-        fail(f"--warmup {warmup} leaves no request of the {num_prompts} to measure", "--warmup")
+    _check_load_flags(trace, dataset, rate, sweep, concurrency, slo)
+    the_slo, the_sweep = _slo_and_sweep(slo, slo_attainment, sweep, sweep_tolerance)
     out_dir = out or Path("results") / time.strftime("bench-%Y%m%d-%H%M%S")
     check_output_path(out_dir, "--out", directory=True)
-    try:
-        prompts, problems = load_prompts(dataset, num_prompts, seed, strict=strict)
-    except DatasetError as exc:
-        fail(str(exc), "--dataset")
+    if plot is not None:
+        check_output_path(plot, "--plot", directory=True)
+    prompts, problems = _prompts(trace, dataset, num_prompts, seed, strict)
+    if warmup >= len(prompts):
+        fail(f"--warmup {warmup} leaves no request of the {len(prompts)} to measure", "--warmup")
     cfg = _config(
         _targets(url, baseline_url, candidate_url),
         api_key,
         header,
-        concurrency,
+        None if the_sweep is not None else concurrency,
         rate,
         metrics_url,
+        time_scale if trace is not None else None,
         endpoint=endpoint,
         model=model,
-        num_prompts=num_prompts,
+        num_prompts=len(prompts),
         duration_s=duration,
         burstiness=burstiness,
         warmup=warmup,
@@ -218,6 +302,8 @@ def bench_cmd(
         max_errors=max_errors,
         max_error_rate=max_error_rate,
         max_duration_s=max_duration,
+        slo=the_slo,
+        sweep=the_sweep,
     )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     records = RecordsFile(out_dir / "requests.jsonl", "--out")
@@ -226,12 +312,27 @@ def bench_cmd(
     if not as_json:
         for p in problems:
             err_console.print(f"[yellow]skipped:[/yellow] {p}")
+    kept: list[RequestRecord] = []
+
+    def sink(rec: RequestRecord) -> None:
+        records.append(rec)
+        if fmt == "csv" or plot is not None:
+            kept.append(rec)
+
     with records, sigterm_as_interrupt():
-        result = _run(cfg, prompts, run_id, records, problems, quiet=as_json)
+        result = _run(cfg, prompts, run_id, sink, problems, quiet=fmt != "table" or no_progress)
     result = result.model_copy(update={"records_file": str(records.path)})
     written = _write_summaries(result, out_dir)
+    if fmt == "csv":
+        written = _write_csv(result, kept, out_dir) and written
+    if plot is not None:
+        _plots(result, plot, kept, quiet=fmt != "table")
     if as_json:
         print_json(result.payload())
+    elif fmt == "csv":
+        from alphagate.bench.export import level_rows, to_csv
+
+        typer.echo(to_csv(level_rows(result)), nl=False)
     else:
         from alphagate.report.bench import render_bench
 
@@ -240,6 +341,68 @@ def bench_cmd(
             f"records: {records.path}   summary: {out_dir / 'summary.json'}   run: {run_id}"
         )
     raise typer.Exit(_exit_code(result, max_error_rate) or (0 if written else 1))
+
+
+def _check_load_flags(
+    trace: Path | None,
+    dataset: str | None,
+    rate: float | None,
+    sweep: str | None,
+    concurrency: str | None,
+    slo: str | None,
+) -> None:
+    """One load shape per run: levels, a rate, a sweep or a trace."""
+    if trace is not None:
+        for given, flag in ((dataset, "--dataset"), (rate, "--rate"), (sweep, "--sweep")):
+            if given is not None:
+                fail(f"a trace brings its own requests and arrival times; drop {flag}", "--trace")
+    if sweep is not None:
+        if slo is None:
+            fail("a sweep searches for the load at which the SLO breaks: give --slo", "--sweep")
+        for given, flag in ((rate, "--rate"), (concurrency, "--concurrency")):
+            if given is not None:
+                fail(f"--sweep chooses the loads itself; drop {flag}", "--sweep")
+
+
+def _prompts(
+    trace: Path | None, dataset: str | None, num_prompts: int | None, seed: int, strict: bool
+) -> tuple[list[Prompt], list[str]]:
+    from alphagate.bench.dataset import DatasetError, load_prompts
+
+    if trace is not None:
+        from alphagate.bench.trace import load_trace
+
+        try:
+            return load_trace(str(trace), num_prompts, seed, strict=strict)
+        except DatasetError as exc:
+            fail(str(exc), "--trace")
+    try:
+        return load_prompts(
+            dataset or "synthetic:in=512,out=256", num_prompts or 200, seed, strict=strict
+        )
+    except DatasetError as exc:
+        fail(str(exc), "--dataset")
+
+
+def _slo_and_sweep(
+    slo: str | None, attainment: float, sweep: str | None, tolerance: float
+) -> tuple[SLO | None, Sweep | None]:
+    from alphagate.bench.slo import parse_slo
+    from alphagate.bench.sweep import parse_sweep
+    from alphagate.core.errors import ConfigError
+
+    the_slo = the_sweep = None
+    try:
+        the_slo = None if slo is None else parse_slo(slo, attainment)
+    except ConfigError as exc:
+        config_error(exc, "--slo")
+    try:
+        the_sweep = None if sweep is None else parse_sweep(sweep, tolerance)
+    except ConfigError as exc:
+        config_error(exc, "--sweep")
+    if the_sweep is not None and the_sweep.kind == "concurrency" and the_sweep.hi > 100_000:
+        fail(f"{the_sweep.hi:g} is above the largest concurrency, 100,000", "--sweep")
+    return the_slo, the_sweep
 
 
 def _targets(
@@ -261,6 +424,7 @@ def _config(
     concurrency: str | None,
     rate: float | None,
     metrics_url: list[str] | None,
+    time_scale: float | None,
     **fields: object,
 ) -> BenchConfig:
     from pydantic import SecretStr, ValidationError
@@ -289,7 +453,7 @@ def _config(
             targets=clean,
             api_key=SecretStr(api_key) if api_key else None,
             headers=headers,
-            levels=levels_for(conc, rate),
+            levels=() if fields.get("sweep") is not None else levels_for(conc, rate, time_scale),
             metrics_urls=tuple(metrics_url) if metrics_url else None,
             **fields,
         )
@@ -301,7 +465,7 @@ def _run(
     cfg: BenchConfig,
     prompts: list[Prompt],
     run_id: str,
-    records: RecordsFile,
+    sink: Callable[[RequestRecord], None],
     problems: list[str],
     *,
     quiet: bool,
@@ -311,12 +475,12 @@ def _run(
     from alphagate.report.bench import progress_line
 
     if quiet:
-        result = run_bench(
-            cfg, prompts, run_id=run_id, sink=records.append, dataset_problems=problems
-        )
+        result = run_bench(cfg, prompts, run_id=run_id, sink=sink, dataset_problems=problems)
     else:
         from rich.live import Live
 
+        # a sweep's levels send different numbers of requests
+        total = None if cfg.sweep is not None else len(prompts)
         stats = LiveStats(len(prompts))
         with Live(console=console, refresh_per_second=4, transient=True) as live:
 
@@ -330,7 +494,7 @@ def _run(
                         stats.failed,
                         stats.tokens_per_s,
                         stats.p99_itl_per_token_ms,
-                        len(prompts),
+                        total,
                     ),
                     refresh=False,
                 )
@@ -339,7 +503,7 @@ def _run(
                 cfg,
                 prompts,
                 run_id=run_id,
-                sink=records.append,
+                sink=sink,
                 on_record=on_record,
                 dataset_problems=problems,
             )
@@ -368,6 +532,42 @@ def _write_summaries(result: BenchResult, out_dir: Path) -> bool:
         )
         return False
     return True
+
+
+def _write_csv(result: BenchResult, records: list[RequestRecord], out_dir: Path) -> bool:
+    """requests.csv and levels.csv of this run (atomically, as summary.json)."""
+    from alphagate.bench.export import level_rows, request_rows, to_csv
+
+    try:
+        replace_file(out_dir / "requests.csv", to_csv(request_rows(records, result.slo)))
+        replace_file(out_dir / "levels.csv", to_csv(level_rows(result)))
+    except OSError as exc:
+        err_console.print(
+            f"[red]cannot write the CSV files in {out_dir}: {exc.strerror or exc}[/red]"
+        )
+        return False
+    return True
+
+
+def _plots(result: BenchResult, folder: Path, records: list[RequestRecord], *, quiet: bool) -> None:
+    from alphagate.report.bench_plots import bench_figures
+    from alphagate.report.charts import bench_charts
+    from alphagate.report.plots import draw, figure_png
+
+    figures = {f"{c.key}.png": draw(c) for c in bench_charts(result, records)}
+    figures.update(bench_figures(result))
+    if not figures:
+        err_console.print("[yellow]--plot: nothing to draw (no request completed)[/yellow]")
+        return
+    for name, fig in figures.items():
+        path = folder / name
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(figure_png(fig))
+        except OSError as exc:
+            fail(f"cannot write {path}: {exc.strerror or exc}", "--plot")
+        if not quiet:
+            err_console.print(f"plot: {path}")
 
 
 def _exit_code(result: BenchResult, max_error_rate: float) -> int:

@@ -1,5 +1,6 @@
 """Rich tables for ``alphagate bench``: one block per load level — a row per metric, a column per
-target, and the candidate's speedup over the baseline — so that it reads at 80 columns."""
+target, and the candidate's speedup over the baseline — so that it reads at 80 columns. Under an
+SLO each block adds goodput; a sweep prints one row per load and the knee of each target instead."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from alphagate.bench.records import BenchResult, Comparison, LevelSummary, Stats
-from alphagate.report._fmt import LOSS, fmt_ms, fmt_x_marked
+from alphagate.bench.slo import Goodput
+from alphagate.bench.sweep import SweepSummary
+from alphagate.report._fmt import LOSS, fmt_ms, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.results import Speedups
 
@@ -23,7 +26,7 @@ def _acceptance(lv: LevelSummary) -> str:
     a = lv.acceptance
     if a is None or a.draft_acceptance_rate is None:
         return "—"
-    alpha = "—" if a.implied_alpha_iid is None else f"{a.implied_alpha_iid:.3f}"
+    alpha = "—" if a.alpha_iid is None else f"{a.alpha_iid:.3f}"
     tau = "—" if a.mean_acceptance_length is None else f"{a.mean_acceptance_length:.3f}"
     return f"{a.draft_acceptance_rate:.3f} / {tau} / {alpha}"
 
@@ -55,6 +58,10 @@ def _value(s: Stats, key: str) -> str:
 
 
 def _level_title(lv: LevelSummary) -> str:
+    cap = f", at most {lv.concurrency} in flight" if lv.concurrency else ""
+    if lv.time_scale is not None:
+        pace = "" if lv.time_scale == 1 else f" ({1 / lv.time_scale:g}× speed)"
+        return f"{lv.level} — trace replayed at time scale {lv.time_scale:g}{pace}{cap}"
     if lv.rate is not None:
         cap = f", at most {lv.concurrency} in flight" if lv.concurrency else ""
         return f"{lv.level} — open loop, {lv.rate:g} requests/s{cap}"
@@ -80,22 +87,78 @@ def _level_block(levels: list[LevelSummary], comp: Comparison | None) -> Table:
             extra = [fmt_x_marked(getattr(sp, field)) if field else ""]
         t.add_row(label, *(_value(lv.overall, key) for lv in levels), *extra)
     t.add_row("ρ / τ / α (i.i.d.)", *(_acceptance(lv) for lv in levels), *([""] if comp else []))
+    if any(lv.goodput is not None for lv in levels):
+        _goodput_rows(t, levels, comp)
+    if any(lv.overall.send_lag_ms is not None for lv in levels):
+        t.add_row(
+            "send lag P50/P99 (ms)", *(_lag(lv.overall) for lv in levels), *([""] if comp else [])
+        )
     return t
 
 
+def _within(g: Goodput | None) -> str:
+    if g is None or g.attainment is None:
+        return "—"
+    text = f"{g.good}/{g.requests} ({g.attainment * 100:.0f}%)"
+    return text if g.meets_slo else f"[red]{text} {LOSS}[/red]"
+
+
+def _share(g: Goodput | None) -> str:
+    if g is None or g.attainment is None:
+        return "—"
+    text = f"{g.attainment * 100:.0f}%"
+    return text if g.meets_slo else f"[red]{text} {LOSS}[/red]"
+
+
+def _goodput_rows(t: Table, levels: list[LevelSummary], comp: Comparison | None) -> None:
+    gs = [lv.goodput for lv in levels]
+    rows = [
+        ("within SLO", [_within(g) for g in gs], None),
+        (
+            "goodput (req/s)",
+            ["—" if g is None else f"{g.good_requests_per_s:,.2f}" for g in gs],
+            comp.goodput_ratio if comp else None,
+        ),
+        (
+            "goodput (tok/s)",
+            ["—" if g is None else f"{g.good_output_tokens_per_s:,.0f}" for g in gs],
+            comp.output_goodput_ratio if comp else None,
+        ),
+    ]
+    for label, values, x in rows:
+        t.add_row(
+            label, *values, *([fmt_x_marked(x) if label != "within SLO" else ""] if comp else [])
+        )
+
+
+def _lag(s: Stats) -> str:
+    d = s.send_lag_ms
+    if d is None or d.p50 is None:
+        return "—"
+    return f"{d.p50:.2f} / {fmt_ms(d.p99, 2)}"
+
+
 def render_bench(result: BenchResult) -> RenderableType:
-    """Every level as a block; speedups read "× better": throughput cand ÷ base, latency base ÷ cand."""
+    """Every level as a block (a sweep: one row per load, and the knees); speedups read
+    "× better": throughput cand ÷ base, latency base ÷ cand."""
     by_level: dict[str, list[LevelSummary]] = {}
     for lv in result.levels:
         by_level.setdefault(lv.level, []).append(lv)
     comps = {c.level: c for c in result.comparisons}
-    parts: list[RenderableType] = [
-        _level_block(lvs, comps.get(label)) for label, lvs in by_level.items()
-    ]
+    parts: list[RenderableType] = []
+    if result.sweep is not None:
+        parts += [_sweep_table(result, result.sweep), _knee_table(result.sweep)]
+    else:
+        parts += [_level_block(lvs, comps.get(label)) for label, lvs in by_level.items()]
     notes = [
         "ms; ITL per token = chunk gap ÷ tokens in the chunk; ρ = accepted ÷ drafted, τ = mean "
         "acceptance length (incl. bonus), α = the i.i.d. conditional α they imply."
     ]
+    if result.slo is not None:
+        notes.append(
+            f"SLO: {result.slo.describe()}; a request is good when it completed within every "
+            "bound; goodput = good requests (and their output tokens) per second."
+        )
     if comps:
         notes.append(
             "cand vs base: how many times better the candidate is — throughput cand ÷ base, "
@@ -110,6 +173,69 @@ def render_bench(result: BenchResult) -> RenderableType:
     return Group(*parts)
 
 
+def _load_name(kind: str) -> str:
+    return "concurrency" if kind == "concurrency" else "rate (req/s)"
+
+
+def _sweep_table(result: BenchResult, sw: SweepSummary) -> Table:
+    """One row per load run: each target's goodput and share of requests within the SLO."""
+    targets = list(dict.fromkeys(lv.target for lv in result.levels))
+    by = {(lv.target, lv.load): lv for lv in result.levels}
+    comps = {c.level: c for c in result.comparisons}
+    loads = sorted({lv.load for lv in result.levels if lv.load is not None})
+    ab = len(targets) > 1
+    heads = [_load_name(sw.sweep.kind)]
+    for tg in targets:
+        short = tg[:4] if ab else ""
+        heads += [f"{short} good/s".strip(), f"{short} in SLO".strip()]
+    if ab:
+        heads.append("goodput ×")
+    t = add_columns(
+        new_table(f"Sweep {sw.sweep.kind} {sw.sweep.lo:g}..{sw.sweep.hi:g}: goodput per load"),
+        *heads,
+    )
+    for load in loads:
+        row = [f"{load:g}"]
+        label = ""
+        for tg in targets:
+            lv = by.get((tg, load))
+            g = None if lv is None else lv.goodput
+            label = label or ("" if lv is None else lv.level)
+            row += [
+                "" if g is None else f"{g.good_requests_per_s:,.2f}",
+                "" if lv is None else _share(g),
+            ]
+        if ab:
+            c = comps.get(label)
+            row.append("" if c is None else fmt_x_marked(c.goodput_ratio))
+        t.add_row(*row)
+    return t
+
+
+def _knee_table(sw: SweepSummary) -> Table:
+    kind = sw.sweep.kind
+    t = add_columns(
+        new_table("Knee: the highest load that met the SLO"),
+        "target",
+        "knee",
+        "first failing",
+        "loads run",
+    )
+    for k in sw.knees:
+        knee = "none" if k.knee is None else (f"≥ {k.knee:g}" if k.capped else f"{k.knee:g}")
+        first = "—" if k.first_failing is None else f"{k.first_failing:g}"
+        runs = " ".join(f"{x:g}{'' if ok else LOSS}" for x, ok in zip(k.loads, k.met, strict=True))
+        t.add_row(k.target, knee, first, runs)
+    if sw.knee_ratio is not None:
+        capped = any(k.capped for k in sw.knees)
+        t.caption = (
+            f"candidate knee ÷ baseline knee: {fmt_x(sw.knee_ratio)}"
+            f"{' (a bound: a knee reached the top of the range)' if capped else ''} — "
+            f"the {_load_name(kind)} each sustains within the SLO"
+        )
+    return t
+
+
 def progress_line(
     level: str,
     target: str,
@@ -117,13 +243,13 @@ def progress_line(
     failed: int,
     tok_s: float,
     p99_itl_ms: float | None,
-    total: int,
+    total: int | None,
 ) -> Table:
-    """The live line of a running bench."""
+    """The live line of a running bench (``total`` None: not known in advance, as in a sweep)."""
     t = Table.grid(padding=(0, 2))
     t.add_row(
         f"[bold]{target}[/bold] {level}",
-        f"{done}/{total} done",
+        f"{done}/{total} done" if total is not None else f"{done} done",
         f"{failed} failed",
         f"{tok_s:,.0f} tok/s",
         f"P99 ITL/token {fmt_ms(p99_itl_ms)} ms",
