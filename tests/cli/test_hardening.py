@@ -97,7 +97,7 @@ def test_url_credentials_and_a_key_together_are_refused(cli: Cli, tmp_path: Path
         (
             ["plan", "--class", "a:1:0.7", "--concurrency", "8", "--engine-version", "banana"],
             {},
-            "engine_version",
+            "--engine-version",
             "MAJOR",
         ),
     ],
@@ -310,3 +310,21 @@ def test_odd_replies_are_bad_responses_and_the_run_goes_on(cli: Cli, tmp_path: P
     }
     assert any("went down from 1 to 0" in m for m in msgs)
     assert any(m.startswith("choices") for m in msgs) and any(m.startswith("usage") for m in msgs)
+
+
+def test_written_files_follow_the_umask(tmp_path: Path) -> None:
+    """Summaries, plans and reports are written through a temporary file and a rename; the file
+    gets the usual mode for the user's umask (not mkstemp's owner-only 0600)."""
+    import os
+
+    from alphagate.cli._files import replace_file
+
+    old = os.umask(0o022)
+    try:
+        replace_file(tmp_path / "a.txt", "x")
+        os.umask(0o077)
+        replace_file(tmp_path / "b.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o600

@@ -20,14 +20,28 @@ from alphagate.cli._app import fail
 __all__ = ["RecordsFile", "atomic_write_text", "replace_file", "sigterm_as_interrupt"]
 
 
-def replace_file(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder, then rename: on failure
-    (a full disk, no permission) the previous file, if any, is untouched. Raises ``OSError``."""
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (``/proc/self/status``)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def replace_file(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8) or bytes to ``path`` via a temporary file in the same folder, then
+    rename: on failure (a full disk, no permission) the previous file, if any, is untouched.
+    Raises ``OSError``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report is meant to be shared
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -2,7 +2,8 @@
 
 The scenario: Llama-3.3-70B in FP8 on H100s serving 70% chat (EAGLE-3 α 0.7) and 30% code
 (α 0.4), with a fixed "α ≥ 0.55" gate as the team's current rule. Closed forms → simulation →
-the rollout plan at concurrency 64 (peak 256) and 256 → a measured A/B on two local twins.
+the rollout plan at concurrency 64 (peak 256) and 256 → a measured A/B on two local twins → one
+HTML report of it all. Every result is saved in ``demo-output/`` as the verbs would write it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,21 @@ from alphagate.cli._app import app, console
 from alphagate.cli._files import RecordsFile, atomic_write_text
 
 OUT = Path("demo-output")
+MODEL_JSON = OUT / "model-table.json"
+SIMULATE_JSON = OUT / "simulate.json"
+BENCH_SUMMARY = OUT / "bench" / "summary.json"
+REPORT = OUT / "report.html"
+PLAN_CONCURRENCIES = (64, 256)
+
+
+def _plan_path(concurrency: int, suffix: str) -> Path:
+    return OUT / f"rollout-plan-c{concurrency}{suffix}"
+
+
+def _save(path: Path, payload: dict[str, object]) -> None:
+    from alphagate.cli._app import json_dumps
+
+    atomic_write_text(path, json_dumps(payload) + "\n", "demo")
 
 
 @app.command("demo", short_help="The whole workflow on embedded defaults.")
@@ -22,9 +38,11 @@ def demo() -> None:
     _simulate()
     _plans()
     _measure()
+    _report()
 
 
 def _closed_forms() -> None:
+    from alphagate.core.records import results_payload
     from alphagate.report.model import render_linear_gap, render_table
     from alphagate.theory.answers import CostModel, speedup_answer, table_answer
 
@@ -32,6 +50,7 @@ def _closed_forms() -> None:
     grid = table_answer(
         [0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9], [1, 2, 3, 4, 5, 6, 8], 0.05, [1.0, 1.15]
     )
+    _save(MODEL_JSON, results_payload("model table", grid))
     console.print(render_table(grid))
     console.print(render_linear_gap(grid))
     a = speedup_answer(0.7, 5, CostModel(draft_cost=0.02, verify_cost=1.0))
@@ -44,12 +63,14 @@ def _closed_forms() -> None:
 
 
 def _simulate() -> None:
+    from alphagate.core.records import results_payload
     from alphagate.report.simulate import render_sweep
     from alphagate.sim.sweep import SweepConfig, simulate
 
     console.rule("[bold]Simulated: Llama-3.3-70B FP8 on H100, EAGLE-3, concurrency 1–256")
     with console.status("simulating…", spinner="dots"):
         result = simulate(SweepConfig(alphas=(0.4, 0.5, 0.55, 0.6, 0.7, 0.8)))
+    _save(SIMULATE_JSON, results_payload("simulate", result))
     console.print(render_sweep(result))
 
 
@@ -66,13 +87,14 @@ def _plans() -> None:
             TrafficClass(name="code", share=0.3, alpha=0.4),
         )
     )
-    for concurrency in (64, 256):
+    for concurrency in PLAN_CONCURRENCIES:
         with console.status(f"planning for concurrency {concurrency}…", spinner="dots"):
             plan = build_plan(
                 PlanRequest(workload=traffic, concurrency=concurrency, peak_concurrency=256)
             )
-        out = OUT / f"rollout-plan-c{concurrency}.md"
+        out = _plan_path(concurrency, ".md")
         atomic_write_text(out, render_plan_markdown(plan), "demo")
+        _save(_plan_path(concurrency, ".json"), plan.payload())
         console.print(
             f"concurrency {concurrency} (peak 256): [bold]{plan.verdict.upper()}[/bold] — "
             f"{plan.reason}.\n  policy: {plan.policy}\n  full plan: {out}"
@@ -84,7 +106,6 @@ def _measure() -> None:
     from alphagate.bench.dataset import load_prompts
     from alphagate.bench.run import run_bench
     from alphagate.bench.runner import BenchConfig, Level
-    from alphagate.cli._app import json_dumps
     from alphagate.core.traffic import TrafficClass
     from alphagate.report.bench import render_bench
     from alphagate.specs import DeploymentConfig, WorkloadConfig
@@ -110,12 +131,39 @@ def _measure() -> None:
             console.status("benchmarking the twins…", spinner="dots"),
         ):
             result = run_bench(cfg, prompts, run_id="demo", sink=records.append)
-    atomic_write_text(out_dir / "summary.json", json_dumps(result.payload()) + "\n", "demo")
+    _save(BENCH_SUMMARY, result.payload())
     console.print(render_bench(result))
     cand = [lv.acceptance for lv in result.levels if lv.target == "candidate" and lv.acceptance]
     if cand and cand[-1].draft_acceptance_rate is not None:
         a = cand[-1]
         console.print(
             f"measured ρ = {a.draft_acceptance_rate:.3f}, τ = {a.mean_acceptance_length:.3f} → "
-            f"implied α = {a.implied_alpha_iid:.3f} (configured 0.7); records and summary in {out_dir}/"
+            f"implied α = {a.alpha_iid:.3f} (configured 0.7); records and summary in {out_dir}/"
         )
+
+
+def _report() -> None:
+    """Everything above on one HTML page, for the people who were not at the terminal."""
+    from alphagate.cli._app import fail
+    from alphagate.cli.report import load_inputs, write_report
+
+    console.rule("[bold]The report: one page for the people who decide")
+    files = [
+        *(_plan_path(c, ".json") for c in PLAN_CONCURRENCIES),
+        BENCH_SUMMARY,
+        SIMULATE_JSON,
+        MODEL_JSON,
+    ]
+    command = f"alphagate report {' '.join(map(str, files))} --out {REPORT}"
+    inputs, problems = load_inputs(files, partial=False, command=command)
+    if problems:
+        fail("; ".join(problems), "demo")
+    inputs = inputs.model_copy(
+        update={
+            "produced_by": ["alphagate demo   # writes every input listed below, then this page"]
+        }
+    )
+    written = write_report(inputs, REPORT, "demo")
+    console.print(f"report written to {written.out}", style="bold", soft_wrap=True)
+    console.print(f"  sections: {', '.join(written.sections)}")
+    console.print(f"  open {REPORT.resolve().as_uri()}", soft_wrap=True)

@@ -7,7 +7,17 @@ from typing import Annotated, Literal
 
 import typer
 
-from alphagate.cli._app import JsonOpt, app, config_error, console, finite_float, print_json, status
+from alphagate.cli._app import (
+    JsonOpt,
+    app,
+    config_error,
+    console,
+    fail,
+    finite_float,
+    json_dumps,
+    print_json,
+    status,
+)
 from alphagate.cli._files import atomic_write_text
 from alphagate.cli._options import (
     DEFAULT_DTYPE,
@@ -101,9 +111,31 @@ def plan_cmd(
     url: Annotated[
         str, typer.Option("--url", help="Server URL used in the printed commands.")
     ] = "http://127.0.0.1:8000",
+    served_model: Annotated[
+        str | None,
+        typer.Option(
+            "--served-model",
+            help="The model name the server serves (--served-model-name), for the printed "
+            "commands; default: the preset's Hugging Face id.",
+        ),
+    ] = None,
     seed: SeedOpt = 0,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write the markdown plan here.")
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the markdown plan here, and the plan as JSON beside it (PATH.json, for "
+            "alphagate gate --plan); a .json PATH gets the JSON only.",
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write PNG plots into this folder: speedup and K against concurrency, P50/P99 "
+            "ITL, α by position, acceptance length.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -118,6 +150,15 @@ def plan_cmd(
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
+    if plot is not None:
+        check_output_path(plot, "--plot", directory=True)
+    if engine_version is not None:
+        from alphagate.plan.records import parse_engine_version
+
+        try:
+            parse_engine_version(engine_version)
+        except ValueError as exc:
+            fail(str(exc), "--engine-version")
     parsed = traffic_classes(classes, require_alpha=False)
     if alpha_from is not None:
         try:
@@ -146,6 +187,7 @@ def plan_cmd(
             k=k,
             seed=seed,
             url=url,
+            served_model=served_model,
         )
         with status("planning…", as_json):
             plan = build_plan(req)
@@ -153,11 +195,26 @@ def plan_cmd(
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:
         config_error(exc)
+    plan_json = None
     if out is not None:
-        atomic_write_text(out, render_plan_markdown(plan), "--out")
+        if out.suffix.lower() == ".json":
+            atomic_write_text(out, json_dumps(plan.payload()) + "\n", "--out")
+        else:  # the markdown, and the plan as JSON beside it for `alphagate gate --plan`
+            plan_json = out.with_suffix(".json")
+            check_output_path(plan_json, "--out", directory=False)
+            atomic_write_text(out, render_plan_markdown(plan), "--out")
+            atomic_write_text(plan_json, json_dumps(plan.payload()) + "\n", "--out")
+    if plot is not None:
+        from alphagate.cli._plots import write_plots
+        from alphagate.report.charts import plan_charts
+
+        write_plots(plan_charts(plan), plot, "--plot")
     if as_json:
         print_json(plan.payload())
         return
     console.print(render_plan_console(plan))
+    if plot is not None:
+        console.print(f"plots written to {plot}/")
     if out is not None:
-        console.print(f"plan written to {out}")
+        beside = f" (and {plan_json}, which alphagate gate --plan reads)" if plan_json else ""
+        console.print(f"plan written to {out}{beside}")

@@ -145,7 +145,12 @@ def simulate_cmd(
         bool, typer.Option("--no-breakeven-sim", help="Skip the simulator bisection for α_be.")
     ] = False,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write PNG plots into this folder.")
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write PNG plots into this folder: speedup vs load, P99 ITL, the ITL CDF, α by "
+            "position, acceptance length.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -214,12 +219,7 @@ def _render(result: SweepResult) -> RenderableType:
 
 
 def _plots(result: SweepResult, folder: Path) -> None:
-    from alphagate.report import plots
+    from alphagate.cli._plots import write_plots
+    from alphagate.report.charts import sweep_charts
 
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, fig in (
-        ("speedup_vs_load.png", plots.speedup_figure(result)),
-        ("p99_itl_per_token.png", plots.p99_itl_figure(result)),
-        ("itl_per_token_cdf.png", plots.itl_cdf_figure(result)),
-    ):
-        fig.savefig(folder / name, dpi=120)
+    write_plots(sweep_charts(result), folder, "--plot")

@@ -1,89 +1,243 @@
-"""Matplotlib figures for simulations. Pure: records in, :class:`~matplotlib.figure.Figure` out."""
+"""Draw a :class:`~alphagate.report.charts.Chart` with matplotlib — one style for every plot.
+
+Pure: a chart in, a :class:`~matplotlib.figure.Figure` out, and the figure as PNG bytes or as SVG
+text to inline in HTML. The style is chosen for reading at a glance: the Okabe–Ito colour-blind
+safe palette (Okabe & Ito 2008, "Color Universal Design") with a marker per series so that print
+and colour-blind readers can tell lines apart, ticks at the loads actually run, ratios labelled
+with ×, a legend on every panel, and the unit in every axis label.
+"""
 
 from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-from alphagate.sim.results import CDF_LEVELS
-from alphagate.sim.sweep import SweepResult
+from alphagate.report.charts import Chart, Line, Panel
 
-__all__ = ["itl_cdf_figure", "p99_itl_figure", "speedup_figure"]
+__all__ = ["OKABE_ITO", "draw", "figure_png", "figure_svg"]
+
+#: Okabe–Ito, without its black (kept for "no speculation") and with yellow last (weak on white).
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442")
+BASELINE_COLOR = "#000000"
+REF_COLOR = "#555555"
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+PANEL_W_IN, PANEL_H_IN, PER_ROW = 4.9, 4.1, 3
+
+_STYLE: dict[Any, Any] = {
+    "font.size": 9.5,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9.5,
+    "legend.fontsize": 8.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "svg.fonttype": "none",  # text stays text: small, crisp, selectable
+    "svg.hashsalt": "alphagate",  # ids that do not change from run to run
+    "figure.dpi": 100,
+}
 
 
-def _series(r: SweepResult, k: int, mix: str, attr: str) -> tuple[list[float], list[float]]:
-    xs, ys = [], []
-    for c in r.cells:
-        if c.k == k and c.mix == mix:
-            value = (
-                c.speedup.throughput_speedup
-                if attr == "speedup"
-                else getattr(c.spec.itl_per_token_ms, attr)
+@contextmanager
+def _style() -> Iterator[None]:
+    with matplotlib.rc_context(_STYLE):
+        yield
+
+
+def _plain(value: float, _pos: object = None) -> str:
+    return f"{value:g}"
+
+
+def _ratio(value: float, _pos: object = None) -> str:
+    return f"{value:g}×"
+
+
+def _colours(lines: Sequence[Line]) -> dict[str, tuple[str, str]]:
+    """(colour, marker) per group: the same group keeps the same look across panels."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in lines:
+        key = line.group or line.label
+        if not line.baseline and key not in out:
+            i = len(out)
+            out[key] = (OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)])
+    return out
+
+
+def _draw_lines(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> None:
+    n = len(panel.lines)
+    for i, line in enumerate(panel.lines):
+        if not line.x:
+            continue
+        colour, marker = (BASELINE_COLOR, "s") if line.baseline else look[line.group or line.label]
+        ls = "--" if line.dashed else "-"
+        if line.low is not None and line.high is not None:
+            # offset each series a little so that intervals at the same x stay apart
+            dx = (i - (n - 1) / 2) * 0.06
+            xs = [x + dx for x in line.x]
+            yerr = [
+                [max(y - lo, 0.0) for y, lo in zip(line.y, line.low, strict=True)],
+                [max(hi - y, 0.0) for y, hi in zip(line.y, line.high, strict=True)],
+            ]
+            ax.errorbar(
+                xs,
+                line.y,
+                yerr=yerr,
+                color=colour,
+                marker=marker,
+                ls=ls,
+                capsize=3,
+                ms=4.5,
+                label=line.label,
             )
-            if value is not None:
-                xs.append(c.load)
-                ys.append(value)
-    return xs, ys
+        elif line.steps:
+            ax.step(line.x, line.y, where="post", color=colour, lw=1.8, label=line.label)
+            ax.plot(line.x[:-1], line.y[:-1], ls="none", marker=marker, color=colour, ms=4)
+        else:
+            lw = 2.0 if line.baseline else 1.5
+            ax.plot(
+                line.x,
+                line.y,
+                color=colour,
+                marker=marker,
+                markevery=max(1, len(line.x) // 8),  # a dense curve (a CDF) keeps a few markers
+                ls=ls,
+                lw=lw,
+                ms=4.5,
+                label=line.label,
+            )
+        for x, y, text in zip(line.x, line.y, line.point_labels or (), strict=False):
+            ax.annotate(
+                text,
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=7,
+                color=colour,
+            )
 
 
-def speedup_figure(r: SweepResult) -> Figure:
-    """Throughput speedup against load, one panel per K, one line per acceptance setting."""
-    fig = Figure(figsize=(4.2 * len(r.ks), 3.8), layout="constrained")
-    axes = fig.subplots(1, len(r.ks), sharey=True, squeeze=False)[0]
-    for ax, k in zip(axes, r.ks, strict=True):
-        for m in r.mixes:
-            xs, ys = _series(r, k, m, "speedup")
-            ax.plot(xs, ys, marker="o", label=m)
-        ax.axhline(1.0, color="black", lw=0.8, ls="--")
-        ax.set_xscale("log", base=2)
-        ax.set_title(f"K = {k}")
-        ax.set_xlabel(r.rows[0].load_kind if r.rows else "load")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("throughput speedup (spec ÷ off)")
-    axes[-1].legend(fontsize=8)
-    fig.suptitle(r.deployment, fontsize=8)
-    return fig
+def _draw_bars(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> None:
+    ax.grid(axis="x", visible=False)
+    drawn = [line for line in panel.lines if line.x]
+    width = 0.8 / max(len(drawn), 1)
+    for i, line in enumerate(drawn):
+        colour = BASELINE_COLOR if line.baseline else look[line.group or line.label][0]
+        xs = [x + (i - (len(drawn) - 1) / 2) * width for x in line.x]
+        ax.bar(xs, line.y, width=width * 0.95, color=colour, label=line.label)
 
 
-def p99_itl_figure(r: SweepResult) -> Figure:
-    """P99 ITL per token against load: no speculation vs each acceptance setting, per K."""
-    fig = Figure(figsize=(4.2 * len(r.ks), 3.8), layout="constrained")
-    axes = fig.subplots(1, len(r.ks), sharey=True, squeeze=False)[0]
-    loads = [row.load for row in r.rows]
-    base = [row.baseline.itl_per_token_ms.p99 or 0.0 for row in r.rows]
-    for ax, k in zip(axes, r.ks, strict=True):
-        ax.plot(loads, base, color="black", lw=2, marker="s", label="off")
-        for m in r.mixes:
-            xs, ys = _series(r, k, m, "p99")
-            ax.plot(xs, ys, marker="o", label=m)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(f"P99 ITL per token, K = {k}")
-        ax.set_xlabel(r.rows[0].load_kind if r.rows else "load")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("ms")
-    axes[-1].legend(fontsize=8)
-    return fig
+def _wide(panel: Panel) -> bool:
+    """Whether the panel's values span enough (4× or more) for a log y axis to help."""
+    ys = [y for line in panel.lines for y in line.y if math.isfinite(y) and y > 0]
+    return bool(ys) and max(ys) >= 4 * min(ys)
 
 
-def itl_cdf_figure(r: SweepResult, k: int | None = None) -> Figure:
-    """Per-token ITL CDF at the lowest and highest load: off vs each acceptance setting."""
-    kk = k if k is not None else r.ks[-1]
-    picks = [r.rows[0], r.rows[-1]] if len(r.rows) > 1 else r.rows
-    fig = Figure(figsize=(4.6 * len(picks), 3.8), layout="constrained")
-    axes = fig.subplots(1, len(picks), squeeze=False)[0]
-    for ax, row in zip(axes, picks, strict=True):
-        ax.plot(row.baseline.itl_per_token_cdf_ms, CDF_LEVELS, color="black", lw=2, label="off")
-        for c in r.cells:
-            if c.load == row.load and c.k == kk:
-                ax.plot(c.spec.itl_per_token_cdf_ms, CDF_LEVELS, label=c.mix)
+def _axes(ax: Axes, panel: Panel) -> None:
+    if panel.x_log:
         ax.set_xscale("log")
-        ax.set_title(f"ITL per token CDF, {row.load_kind} {row.load:g}, K = {kk}", fontsize=9)
-        ax.set_xlabel("ms")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("fraction of tokens")
-    axes[-1].legend(fontsize=8)
+    if panel.y_log and _wide(panel):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    if panel.x_ticks:
+        ax.set_xticks(panel.x_ticks, panel.x_tick_labels or [_plain(x) for x in panel.x_ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+    elif panel.x_log:
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.yaxis.set_major_formatter(FuncFormatter(_ratio if panel.y_ratio else _plain))
+    if panel.y_range is not None:
+        ax.set_ylim(*panel.y_range)
+    ax.set_title(panel.title)
+    ax.set_xlabel(panel.x_label)
+    ax.set_ylabel(panel.y_label)
+
+
+def _legend_columns(labels: Sequence[str]) -> int:
+    """The most columns (up to 3) whose legend still fits under a panel; matplotlib fills the
+    columns one after the other, so a column is a run of consecutive labels."""
+    room = PANEL_W_IN * 72 * 0.95  # points
+    for ncol in (3, 2):
+        per = -(-len(labels) // ncol)
+        cols = [labels[i : i + per] for i in range(0, len(labels), per)]
+        width = sum(
+            max(len(t) for t in col) * 0.55 * _STYLE["legend.fontsize"] + 32 for col in cols
+        )
+        if len(labels) >= ncol and width <= room:
+            return ncol
+    return 1
+
+
+def _draw_panel(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> None:
+    if panel.bars:
+        _draw_bars(ax, panel, look)
+    else:
+        _draw_lines(ax, panel, look)
+    for i, ref in enumerate(panel.refs):
+        ax.axhline(ref.y, color=REF_COLOR, lw=1.1, ls=(":", "-.")[i % 2], label=ref.label)
+    _axes(ax, panel)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncol=_legend_columns(ax.get_legend_handles_labels()[1]),
+        frameon=False,
+        handlelength=2.2,
+    )
+
+
+def draw(chart: Chart, *, title: bool = True) -> Figure:
+    """The chart as a figure: up to three panels per row, a legend under every panel."""
+    with _style():
+        n = len(chart.panels)
+        cols = min(n, PER_ROW)
+        rows = -(-n // cols)
+        fig = Figure(figsize=(PANEL_W_IN * cols, PANEL_H_IN * rows), layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False, sharey=chart.share_y).ravel()
+        look = _colours([line for p in chart.panels for line in p.lines])
+        for ax, panel in zip(axes, chart.panels, strict=False):
+            _draw_panel(ax, panel, look)
+        for ax in axes[n:]:
+            ax.set_visible(False)
+        if title:
+            fig.suptitle(chart.title, fontsize=10)
     return fig
+
+
+def figure_png(fig: Figure, dpi: int = 120) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    with _style():
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+_PROLOG = re.compile(r"^.*?(?=<svg)", re.S)
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def figure_svg(fig: Figure, id_prefix: str) -> str:
+    """The figure as an ``<svg>`` element to inline in HTML: no XML prolog, a viewBox that scales
+    to its container, and every id prefixed so that several figures on one page never clash."""
+    buf = io.StringIO()
+    with _style():
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    svg = _PROLOG.sub("", buf.getvalue(), count=1)
+    for old in dict.fromkeys(_ID.findall(svg)):
+        new = f"{id_prefix}-{old}"
+        svg = svg.replace(f'id="{old}"', f'id="{new}"').replace(f"#{old})", f"#{new})")
+        svg = svg.replace(f'href="#{old}"', f'href="#{new}"')
+    return svg.strip()

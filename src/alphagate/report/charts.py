@@ -1,0 +1,937 @@
+"""What each plot shows, as data: typed results in, :class:`Chart` specifications out.
+
+A chart is a list of panels; a panel is lines (or grouped bars) with their labels, reference lines
+(the 1× break-even, a gate, an SLO) and the x ticks to show — the loads actually run, never a
+power-of-two grid. :mod:`alphagate.report.plots` draws a chart (PNG for ``--plot``, inline SVG for
+the HTML report); keeping the numbers here lets the tests check them without reading pixels.
+
+Latency accounting is the one stated in the bench and simulator records: ITL per token = the gap
+before a streamed chunk ÷ the tokens in it, one sample per token. Acceptance by position follows
+vLLM's counters (``vllm/v1/spec_decode/metrics.py``): accepted at position i counts drafts whose
+first i tokens were all accepted, so the conditional α_i is accepted_i ÷ accepted_{i−1} (drafts
+for i = 1), a binomial proportion with a Wilson interval (:func:`alphagate.theory.wilson_interval`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from alphagate import theory
+from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
+from alphagate.measure.estimate import AcceptanceEstimate, estimate
+from alphagate.measure.results import MeasureResult
+from alphagate.plan.records import Plan
+from alphagate.sim.results import CDF_LEVELS, weighted_quantiles
+from alphagate.sim.sweep import SweepCell, SweepResult
+from alphagate.theory.answers import TableAnswer
+
+__all__ = [
+    "Chart",
+    "HLine",
+    "Line",
+    "Panel",
+    "bench_acceptance_length_chart",
+    "bench_alpha_chart",
+    "bench_charts",
+    "bench_itl_cdf_chart",
+    "bench_itl_chart",
+    "bench_speedup_chart",
+    "chunk_acceptance",
+    "itl_per_token_samples",
+    "measure_acceptance_length_chart",
+    "measure_alpha_chart",
+    "plan_acceptance_length_chart",
+    "plan_alpha_chart",
+    "plan_charts",
+    "plan_itl_chart",
+    "plan_speedup_chart",
+    "sweep_acceptance_length_chart",
+    "sweep_alpha_chart",
+    "sweep_charts",
+    "sweep_itl_cdf_chart",
+    "sweep_itl_chart",
+    "sweep_speedup_chart",
+    "table_speedup_chart",
+]
+
+NAN = math.nan
+RATIO_LABEL = "throughput speedup (×, speculative ÷ off)"
+ITL_LABEL = "ITL per token (ms)"
+ALPHA_LABEL = "conditional α (probability)"
+TAU_LABEL = "tokens per target pass (τ, incl. bonus)"
+SHARE_LABEL = "share of target passes"
+K_LABEL = "K (draft tokens per step)"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series. ``baseline`` lines (no speculation) are black; lines that share ``group`` share
+    a colour (a class's P50 and P99). ``low``/``high`` draw an interval around each point."""
+
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    baseline: bool = False
+    dashed: bool = False
+    group: str | None = None
+    low: tuple[float, ...] | None = None
+    high: tuple[float, ...] | None = None
+    point_labels: tuple[str, ...] | None = None
+    steps: bool = False
+
+
+@dataclass(frozen=True)
+class HLine:
+    """A horizontal reference: the 1× break-even, a gate threshold, an SLO."""
+
+    y: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    x_label: str
+    y_label: str
+    lines: tuple[Line, ...]
+    refs: tuple[HLine, ...] = ()
+    x_ticks: tuple[float, ...] = ()
+    x_tick_labels: tuple[str, ...] = ()
+    x_log: bool = False
+    y_log: bool = False
+    y_ratio: bool = False
+    y_range: tuple[float, float] | None = None
+    bars: bool = False
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One figure: ``key`` names its PNG file and its anchor in the report."""
+
+    key: str
+    title: str
+    caption: str
+    panels: tuple[Panel, ...]
+    share_y: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+
+def _f(x: float | None) -> float:
+    return NAN if x is None else float(x)
+
+
+def _load_name(x: float) -> str:
+    return f"{x:g}"
+
+
+def _load_axis(kind: str) -> str:
+    return "concurrency (users)" if kind == "concurrency" else kind
+
+
+# ---------------------------------------------------------------- acceptance by position
+def _positions(k: int) -> tuple[float, ...]:
+    return tuple(float(i) for i in range(1, k + 1))
+
+
+def _alpha_line(label: str, est: AcceptanceEstimate, group: str | None = None) -> Line:
+    """Conditional α per position with its 95% Wilson interval (from the estimate's counts)."""
+    cis = est.alpha_by_pos_ci
+    return Line(
+        label=label,
+        x=_positions(len(est.alpha_by_pos)),
+        y=tuple(_f(a) for a in est.alpha_by_pos),
+        low=tuple(NAN if ci is None else ci.low for ci in cis),
+        high=tuple(NAN if ci is None else ci.high for ci in cis),
+        group=group,
+    )
+
+
+def _alpha_panel(title: str, lines: list[Line], refs: tuple[HLine, ...] = ()) -> Panel:
+    k = max((len(line.x) for line in lines), default=1)
+    return Panel(
+        title=title,
+        x_label="draft position (1 = first draft)",
+        y_label=ALPHA_LABEL,
+        lines=tuple(lines),
+        refs=refs,
+        x_ticks=_positions(k),
+        x_tick_labels=tuple(str(i) for i in range(1, k + 1)),
+        y_range=(0.0, 1.0),
+    )
+
+
+def _histogram_line(label: str, est: AcceptanceEstimate, group: str | None = None) -> Line | None:
+    """Share of steps emitting j = 1..K+1 tokens, from the estimate's histogram of accepted drafts."""
+    h = est.acceptance_histogram
+    total = sum(h)
+    if not h or total <= 0:
+        return None
+    return _pmf_line(label, [x / total for x in h], group)
+
+
+def _pmf_line(label: str, pmf: Sequence[float], group: str | None = None) -> Line:
+    return Line(
+        label=label,
+        x=tuple(float(j) for j in range(1, len(pmf) + 1)),
+        y=tuple(float(p) for p in pmf),
+        group=group,
+    )
+
+
+def _pmf_panel(title: str, lines: list[Line]) -> Panel:
+    n = max((len(line.x) for line in lines), default=1)
+    return Panel(
+        title=title,
+        x_label=TAU_LABEL,
+        y_label=SHARE_LABEL,
+        lines=tuple(lines),
+        x_ticks=tuple(float(j) for j in range(1, n + 1)),
+        x_tick_labels=tuple(str(j) for j in range(1, n + 1)),
+        y_range=(0.0, 1.0),
+        bars=True,
+    )
+
+
+# ---------------------------------------------------------------- simulate sweeps
+def _sweep_loads(r: SweepResult) -> tuple[tuple[float, ...], str]:
+    loads = tuple(row.load for row in r.rows)
+    return loads, r.rows[0].load_kind if r.rows else "load"
+
+
+def _sweep_series(r: SweepResult, k: int, mix: str, value: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for c in r.cells:
+        if c.k == k and c.mix == mix:
+            xs.append(c.load)
+            if value == "speedup":
+                ys.append(_f(c.speedup.throughput_speedup))
+            else:
+                ys.append(_f(getattr(c.spec.itl_per_token_ms, value)))
+    return xs, ys
+
+
+def sweep_speedup_chart(r: SweepResult) -> Chart:
+    """Throughput speedup against load, one panel per K, one line per acceptance setting."""
+    loads, kind = _sweep_loads(r)
+    panels = []
+    for k in r.ks:
+        lines = []
+        for m in r.mixes:
+            xs, ys = _sweep_series(r, k, m, "speedup")
+            lines.append(Line(label=m, x=tuple(xs), y=tuple(ys), group=m))
+        panels.append(
+            Panel(
+                title=f"simulated, K = {k}",
+                x_label=_load_axis(kind),
+                y_label=RATIO_LABEL,
+                lines=tuple(lines),
+                refs=(HLine(1.0, "break-even (1×)"),),
+                x_ticks=loads,
+                x_tick_labels=tuple(_load_name(x) for x in loads),
+                x_log=True,
+                y_ratio=True,
+            )
+        )
+    return Chart(
+        key="speedup_vs_load",
+        title="Simulated throughput speedup against load",
+        caption=f"{r.deployment}. Paired simulations: each speculative run against a "
+        "no-speculation run on the same requests; below 1× speculation loses.",
+        panels=tuple(panels),
+        share_y=True,
+    )
+
+
+def _sweep_itl_panels(r: SweepResult, pct: str) -> list[Panel]:
+    loads, kind = _sweep_loads(r)
+    base = tuple(_f(getattr(row.baseline.itl_per_token_ms, pct)) for row in r.rows)
+    panels = []
+    for k in r.ks:
+        lines = [Line(label="off (no speculation)", x=loads, y=base, baseline=True)]
+        for m in r.mixes:
+            xs, ys = _sweep_series(r, k, m, pct)
+            lines.append(Line(label=m, x=tuple(xs), y=tuple(ys), group=m))
+        panels.append(
+            Panel(
+                title=f"{pct.upper()} ITL per token, K = {k}",
+                x_label=_load_axis(kind),
+                y_label=ITL_LABEL,
+                lines=tuple(lines),
+                x_ticks=loads,
+                x_tick_labels=tuple(_load_name(x) for x in loads),
+                x_log=True,
+                y_log=True,
+            )
+        )
+    return panels
+
+
+def sweep_itl_chart(r: SweepResult, percentiles: tuple[str, ...] = ("p99", "p50")) -> Chart:
+    """P99 (and P50) ITL per token against load: off vs each acceptance setting, per K."""
+    panels = [p for pct in percentiles for p in _sweep_itl_panels(r, pct)]
+    names = " and ".join(p.upper() for p in percentiles)
+    return Chart(
+        key="p99_itl_per_token" if percentiles == ("p99",) else "itl_per_token",
+        title=f"Simulated {names} ITL per token, with and without speculation",
+        caption=f"{r.deployment}. ITL per token = chunk gap ÷ tokens in the chunk; the black line "
+        "is the same requests without speculation.",
+        panels=tuple(panels),
+        share_y=True,
+    )
+
+
+def sweep_itl_cdf_chart(r: SweepResult, k: int | None = None) -> Chart:
+    """Per-token ITL CDF at the lowest and highest load: off vs each acceptance setting."""
+    kk = k if k is not None else max(r.ks)
+    picks = [r.rows[0], r.rows[-1]] if len(r.rows) > 1 else list(r.rows)
+    levels = tuple(CDF_LEVELS)
+    panels = []
+    for row in picks:
+        lines = [
+            Line(
+                label="off (no speculation)",
+                x=tuple(row.baseline.itl_per_token_cdf_ms),
+                y=levels,
+                baseline=True,
+            )
+        ]
+        for c in r.cells:
+            if c.load == row.load and c.k == kk:
+                lines.append(
+                    Line(label=c.mix, x=tuple(c.spec.itl_per_token_cdf_ms), y=levels, group=c.mix)
+                )
+        panels.append(
+            Panel(
+                title=f"{row.load_kind} {row.load:g}, K = {kk}",
+                x_label=ITL_LABEL,
+                y_label="fraction of tokens",
+                lines=tuple(lines),
+                x_log=True,
+                y_range=(0.0, 1.0),
+            )
+        )
+    return Chart(
+        key="itl_per_token_cdf",
+        title="Simulated ITL per token, cumulative distribution",
+        caption=f"{r.deployment}. A curve to the left is faster; the top right shows the tail.",
+        panels=tuple(panels),
+    )
+
+
+def _cell_estimate(c: SweepCell) -> AcceptanceEstimate | None:
+    """The simulator's counters of one cell, as vLLM would count them, with intervals."""
+    s = c.spec
+    if not s.num_drafts or not s.per_position_acceptance:
+        return None
+    drafts = float(s.num_drafts)
+    per_pos = [float(round(x * drafts)) for x in s.per_position_acceptance]
+    return estimate(drafts, float(s.num_draft_tokens), float(s.num_accepted_tokens), per_pos, k=c.k)
+
+
+def _sweep_estimates(r: SweepResult) -> tuple[str, list[tuple[str, AcceptanceEstimate]]]:
+    """(where, [(mix, estimate)]) at the lowest load and the largest K."""
+    load, k = r.rows[0].load, max(r.ks)
+    out = []
+    for m in r.mixes:
+        c = r.cell(load, k, m)
+        est = _cell_estimate(c) if c is not None else None
+        if est is not None:
+            out.append((m, est))
+    return f"{r.rows[0].load_kind} {load:g}, K = {k}", out
+
+
+def sweep_alpha_chart(r: SweepResult) -> Chart | None:
+    """Realised α by position per acceptance setting at the lowest load and largest K."""
+    where, ests = _sweep_estimates(r)
+    if not ests:
+        return None
+    return Chart(
+        key="alpha_by_position",
+        title="Simulated α by draft position",
+        caption=f"{r.deployment}, {where}. Realised in the simulator's acceptance draws, with 95% "
+        "Wilson intervals over its drafts.",
+        panels=(_alpha_panel(f"simulated, {where}", [_alpha_line(m, e, m) for m, e in ests]),),
+    )
+
+
+def sweep_acceptance_length_chart(r: SweepResult) -> Chart | None:
+    """Tokens per target pass (1..K+1) per acceptance setting at the lowest load and largest K."""
+    where, ests = _sweep_estimates(r)
+    lines = [line for m, e in ests if (line := _histogram_line(m, e, m)) is not None]
+    if not lines:
+        return None
+    return Chart(
+        key="acceptance_length",
+        title="Simulated acceptance length",
+        caption=f"{r.deployment}, {where}: how many tokens each verify pass emits (1 = the first "
+        "draft was rejected).",
+        panels=(_pmf_panel(f"simulated, {where}", lines),),
+    )
+
+
+# ---------------------------------------------------------------- rollout plans
+def _plan_k_at_target(p: Plan) -> int:
+    k = next((row.k for row in p.rows if row.concurrency == p.concurrency), 0)
+    return k if k > 0 else (p.gate.k if p.gate is not None else p.fixed_k)
+
+
+def _plan_x(p: Plan) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    xs = tuple(float(row.concurrency) for row in p.rows)
+    return xs, tuple(_load_name(x) for x in xs)
+
+
+def plan_speedup_chart(p: Plan) -> Chart:
+    """Predicted speedup of the shipped policy (K per concurrency) and of one fixed K, with the
+    1× break-even; beside it, the policy's K against batch size."""
+    xs, ticks = _plan_x(p)
+    policy = Line(
+        label="policy (K per concurrency)",
+        x=xs,
+        y=tuple(row.throughput_speedup for row in p.rows),
+        point_labels=tuple(f"K={row.k}" for row in p.rows),
+        group="policy",
+    )
+    fixed = Line(
+        label=f"one fixed K = {p.fixed_k}",
+        x=xs,
+        y=tuple(row.fixed_k_speedup for row in p.rows),
+        dashed=True,
+        group="fixed",
+    )
+    refs = [HLine(1.0, "break-even (1×)")]
+    speed = Panel(
+        title=f"predicted, concurrency {p.concurrency} (peak {p.peak_concurrency})",
+        x_label="concurrency (users)",
+        y_label=RATIO_LABEL,
+        lines=(policy, fixed),
+        refs=tuple(refs),
+        x_ticks=xs,
+        x_tick_labels=ticks,
+        x_log=True,
+        y_ratio=True,
+    )
+    if p.batch_schedule:
+        # drawn as steps that change at each range's first batch size, closed at the last one
+        last_hi, last_k = p.batch_schedule[-1][1:]
+        sched = Line(
+            label="K by batch size (engine schedule)",
+            x=(*(float(lo) for lo, _, _ in p.batch_schedule), float(last_hi)),
+            y=(*(float(k) for _, _, k in p.batch_schedule), float(last_k)),
+            steps=True,
+        )
+    else:
+        sched = Line(
+            label="K per concurrency",
+            x=xs,
+            y=tuple(float(row.k) for row in p.rows),
+            steps=True,
+        )
+    k_panel = Panel(
+        title="recommended K",
+        x_label="batch size = concurrency (sequences)",
+        y_label=K_LABEL,
+        lines=(sched,),
+        x_ticks=xs,
+        x_tick_labels=ticks,
+        x_log=True,
+        y_range=(-0.3, float(max([*sched.y, 1.0])) + 0.5),
+    )
+    return Chart(
+        key="speedup_vs_concurrency",
+        title=f"Predicted speedup against concurrency — plan {p.verdict.upper()}",
+        caption=f"{p.deployment}. Policy: {p.policy}. Paired simulations, model time.",
+        panels=(speed, k_panel),
+    )
+
+
+def plan_itl_chart(p: Plan) -> Chart:
+    """Predicted P50 and P99 ITL per token, with and without the policy, per concurrency."""
+    xs, ticks = _plan_x(p)
+    rows = p.rows
+    lines = (
+        Line("P99 off", xs, tuple(r.itl_p99_off_ms for r in rows), baseline=True),
+        Line("P50 off", xs, tuple(r.itl_p50_off_ms for r in rows), baseline=True, dashed=True),
+        Line("P99 with the policy", xs, tuple(r.itl_p99_on_ms for r in rows), group="on"),
+        Line(
+            "P50 with the policy",
+            xs,
+            tuple(r.itl_p50_on_ms for r in rows),
+            dashed=True,
+            group="on",
+        ),
+    )
+    refs = (HLine(p.slo_p99_itl_ms, "P99 SLO"),) if p.slo_p99_itl_ms else ()
+    return Chart(
+        key="itl_per_token",
+        title="Predicted P99 and P50 ITL per token, with and without speculation",
+        caption=f"{p.deployment}. ITL per token = chunk gap ÷ tokens in the chunk.",
+        panels=(
+            Panel(
+                title=f"predicted, policy of the plan at {p.concurrency}",
+                x_label="concurrency (users)",
+                y_label=ITL_LABEL,
+                lines=lines,
+                refs=refs,
+                x_ticks=xs,
+                x_tick_labels=ticks,
+                x_log=True,
+                y_log=True,
+            ),
+        ),
+    )
+
+
+def _class_alpha(label: str, alpha: float, k: int) -> list[float]:
+    """A class's conditional α per position from its label (one value, or one per position)."""
+    try:
+        given = [float(x) for x in label.split(",")] if "," in label else []
+    except ValueError:
+        given = []
+    if not given:
+        return [alpha] * k
+    return (given + [given[-1]] * k)[:k]
+
+
+def plan_alpha_chart(p: Plan) -> Chart:
+    """α by position per class as the plan assumes it: a prior's range, or the value given."""
+    k = _plan_k_at_target(p)
+    lines = []
+    for c in p.classes:
+        a = _class_alpha(c.alpha_label, c.alpha, k)
+        ranged = c.alpha_source == "prior"
+        lines.append(
+            Line(
+                label=f"{c.name} ({c.alpha_source}{', prior range' if ranged else ''})",
+                x=_positions(k),
+                y=tuple(a),
+                low=(c.alpha_low,) * k if ranged else None,
+                high=(c.alpha_high,) * k if ranged else None,
+                group=c.name,
+            )
+        )
+    refs = (
+        (HLine(p.gate.alpha_min, f"gate α ≥ {p.gate.alpha_min:.2f}"),) if p.gate is not None else ()
+    )
+    gate = " The gate line is the α each class must clear." if p.gate is not None else ""
+    return Chart(
+        key="alpha_by_position",
+        title="α by position per class — as planned",
+        caption="A given or measured α is a point; a prior carries its documented range." + gate,
+        panels=(_alpha_panel(f"plan at concurrency {p.concurrency}, K = {k}", lines, refs),),
+    )
+
+
+def plan_acceptance_length_chart(p: Plan) -> Chart:
+    """Predicted tokens per target pass per class at the K run at the target."""
+    k = _plan_k_at_target(p)
+    lines = []
+    for c in p.classes:
+        per_pos = theory.unconditional_from_conditional(_class_alpha(c.alpha_label, c.alpha, k))
+        lines.append(_pmf_line(c.name, list(theory.acceptance_length_pmf(per_pos)), group=c.name))
+    return Chart(
+        key="acceptance_length",
+        title="Acceptance length per class — predicted",
+        caption=f"K = {k}; P(j tokens) = α_1…α_(j−1)·(1 − α_j), all K accepted + bonus = K + 1.",
+        panels=(_pmf_panel(f"predicted from α, K = {k}", lines),),
+    )
+
+
+# ---------------------------------------------------------------- bench A/B runs
+def _bench_x(levels: Iterable[LevelSummary]) -> dict[str, float]:
+    """A level's x: its concurrency (closed loop) or its rate; in level order."""
+    out: dict[str, float] = {}
+    for lv in levels:
+        if lv.level not in out:
+            out[lv.level] = float(lv.rate if lv.rate is not None else lv.concurrency or 0)
+    return out
+
+
+def _bench_axis(b: BenchResult) -> str:
+    closed = all(lv.rate is None for lv in b.levels)
+    return "concurrency (users)" if closed else "request rate (req/s)"
+
+
+def _bench_name(b: BenchResult) -> str:
+    urls = {lv.target: lv.url for lv in b.levels}
+    if "candidate" in urls:
+        return f"measured: {urls['candidate']} vs {urls.get('baseline', '?')}"
+    return f"measured: {next(iter(urls.values()), '?')}"
+
+
+def bench_speedup_chart(b: BenchResult) -> Chart | None:
+    """Measured candidate ÷ baseline at each level: throughput and TPOT, with the 1× line."""
+    if not b.comparisons:
+        return None
+    xmap = _bench_x(b.levels)
+    comps = [c for c in b.comparisons if c.level in xmap]
+    xs = tuple(xmap[c.level] for c in comps)
+    lines = (
+        Line(
+            "throughput (candidate ÷ baseline)",
+            xs,
+            tuple(_f(c.speedups.throughput_speedup) for c in comps),
+            group="throughput",
+        ),
+        Line(
+            "TPOT (baseline ÷ candidate)",
+            xs,
+            tuple(_f(c.speedups.tpot_mean_speedup) for c in comps),
+            dashed=True,
+            group="tpot",
+        ),
+        Line(
+            "P99 ITL per token (baseline ÷ candidate)",
+            xs,
+            tuple(_f(c.speedups.itl_per_token_p99_speedup) for c in comps),
+            dashed=True,
+            group="p99",
+        ),
+    )
+    return Chart(
+        key="speedup_measured",
+        title="Measured speedup against concurrency",
+        caption=f"{_bench_name(b)}, run {b.run_id}. Wall clock; above 1× the candidate is better.",
+        panels=(
+            Panel(
+                title=f"measured (bench A/B, run {b.run_id})",
+                x_label=_bench_axis(b),
+                y_label="candidate vs baseline (×, higher = better)",
+                lines=lines,
+                refs=(HLine(1.0, "break-even (1×)"),),
+                x_ticks=xs,
+                x_tick_labels=tuple(_load_name(x) for x in xs),
+                x_log=len(set(xs)) > 1 and min(xs) > 0,
+                y_ratio=True,
+            ),
+        ),
+    )
+
+
+def bench_itl_chart(b: BenchResult) -> Chart | None:
+    """Measured P50 and P99 ITL per token per level, for each target."""
+    xmap = _bench_x(b.levels)
+    lines = []
+    for target in dict.fromkeys(lv.target for lv in b.levels):
+        lvs = [lv for lv in b.levels if lv.target == target and lv.overall.completed]
+        xs = tuple(xmap[lv.level] for lv in lvs)
+        base = target == "baseline"
+        for pct in ("p99", "p50"):
+            lines.append(
+                Line(
+                    label=f"{pct.upper()} {target}",
+                    x=xs,
+                    y=tuple(_f(getattr(lv.overall.itl_per_token_ms, pct)) for lv in lvs),
+                    baseline=base,
+                    dashed=pct == "p50",
+                    group=target,
+                )
+            )
+    if not any(line.x for line in lines):
+        return None
+    xs_all = tuple(xmap.values())
+    return Chart(
+        key="itl_per_token_measured",
+        title="Measured P99 and P50 ITL per token, with and without speculation",
+        caption=f"{_bench_name(b)}. ITL per token = chunk gap ÷ tokens in the chunk.",
+        panels=(
+            Panel(
+                title=f"measured (bench, run {b.run_id})",
+                x_label=_bench_axis(b),
+                y_label=ITL_LABEL,
+                lines=tuple(lines),
+                x_ticks=xs_all,
+                x_tick_labels=tuple(_load_name(x) for x in xs_all),
+                x_log=len(set(xs_all)) > 1 and min(xs_all) > 0,
+                y_log=True,
+            ),
+        ),
+    )
+
+
+def itl_per_token_samples(
+    records: Iterable[RequestRecord],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(gap ÷ tokens, tokens) per streamed chunk after the first, over finished requests: the
+    per-token ITL samples and their weights (:meth:`RequestRecord.itl_per_token_s`)."""
+    vals, weights = [], []
+    for r in records:
+        if r.warmup or not r.ok or len(r.chunk_times_s) < 2:
+            continue
+        v, w = r.itl_per_token_s()  # [n_chunks - 1] each
+        vals.append(v)
+        weights.append(w)
+    if not vals:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(vals), np.concatenate(weights)
+
+
+def bench_itl_cdf_chart(b: BenchResult, records: Sequence[RequestRecord]) -> Chart | None:
+    """Measured per-token ITL CDF per level: baseline vs candidate, from ``requests.jsonl``."""
+    mine = [r for r in records if r.run_id == b.run_id]
+    panels = []
+    for level in dict.fromkeys(lv.level for lv in b.levels):
+        lines = []
+        for target in dict.fromkeys(lv.target for lv in b.levels):
+            vals, w = itl_per_token_samples(
+                r for r in mine if r.level == level and r.target == target
+            )
+            if vals.size == 0:
+                continue
+            q = weighted_quantiles(vals * 1e3, w, CDF_LEVELS)
+            lines.append(
+                Line(
+                    label=target,
+                    x=tuple(float(x) for x in q),
+                    y=tuple(CDF_LEVELS),
+                    baseline=target == "baseline",
+                    group=target,
+                )
+            )
+        if lines:
+            panels.append(
+                Panel(
+                    title=f"measured, level {level}",
+                    x_label=ITL_LABEL,
+                    y_label="fraction of tokens",
+                    lines=tuple(lines),
+                    x_log=True,
+                    y_range=(0.0, 1.0),
+                )
+            )
+    if not panels:
+        return None
+    return Chart(
+        key="itl_per_token_cdf_measured",
+        title="Measured ITL per token, cumulative distribution",
+        caption=f"{_bench_name(b)}; {len(mine)} request records of run {b.run_id}.",
+        panels=tuple(panels),
+    )
+
+
+def _measured_levels(b: BenchResult) -> list[tuple[LevelSummary, AcceptanceEstimate]]:
+    return [
+        (lv, lv.acceptance)
+        for lv in b.levels
+        if lv.acceptance is not None and lv.acceptance.num_drafts > 0 and lv.acceptance.alpha_by_pos
+    ]
+
+
+def chunk_acceptance(records: Iterable[RequestRecord], k: int) -> tuple[AcceptanceEstimate, int]:
+    """Acceptance counted from the client side — the sizes of the streamed chunks — and how many
+    chunks were left out.
+
+    Assumes one streamed chunk per engine step, so a chunk of j tokens is a step that accepted
+    j − 1 drafts. The first chunk (the prefill's token) and the last (cut by max_tokens or a stop)
+    are not steps of that kind and are skipped; so is any chunk with more than K + 1 tokens (the
+    server merged steps for a slow reader).
+    """
+    sizes: list[int] = []
+    skipped = 0
+    for r in records:
+        if r.warmup or not r.ok:
+            continue
+        inner = r.chunk_tokens[1:-1]
+        sizes += [t for t in inner if 1 <= t <= k + 1]
+        skipped += sum(1 for t in inner if not 1 <= t <= k + 1)
+    n = np.asarray(sizes, dtype=np.int64)  # [steps]
+    per_pos = [float(np.count_nonzero(n > i)) for i in range(1, k + 1)]  # ≥ i drafts accepted
+    est = estimate(float(n.size), float(k * n.size), float((n - 1).sum()), per_pos, k=k)
+    return est, skipped
+
+
+def _class_records(
+    b: BenchResult, records: Sequence[RequestRecord], target: str
+) -> dict[str, list[RequestRecord]]:
+    out: dict[str, list[RequestRecord]] = {}
+    for r in records:
+        if r.run_id == b.run_id and r.target == target:
+            out.setdefault(r.cls or "all requests", []).append(r)
+    return out
+
+
+def _spec_target(b: BenchResult) -> str:
+    return "candidate" if any(lv.target == "candidate" for lv in b.levels) else "default"
+
+
+def _chunk_estimates(
+    b: BenchResult, records: Sequence[RequestRecord] | None, k: int
+) -> tuple[list[tuple[str, AcceptanceEstimate]], list[str]]:
+    out, notes = [], []
+    for name, recs in _class_records(b, records or [], _spec_target(b)).items():
+        est, skipped = chunk_acceptance(recs, k)
+        if est.num_drafts > 0:
+            out.append((name, est))
+        if skipped:
+            notes.append(
+                f"{name}: {skipped} chunks with more than K + 1 = {k + 1} tokens left out "
+                "(the server merged engine steps)"
+            )
+    return out, notes
+
+
+CHUNK_NOTE = (
+    "Server counters cover every class at once; the per-class figures count the streamed chunks "
+    "(one chunk per engine step; each request's first and last chunk skipped). 95% Wilson "
+    "intervals, counting steps as independent draws."
+)
+
+
+def bench_alpha_chart(b: BenchResult, records: Sequence[RequestRecord] | None) -> Chart | None:
+    """Measured α by position: from the server's counters per level (all classes together), and
+    per class from the sizes of the streamed chunks; each with 95% Wilson intervals."""
+    measured = _measured_levels(b)
+    if not measured:
+        return None
+    lines = [_alpha_line(f"{lv.level} (server counters)", a) for lv, a in measured]
+    panels = [_alpha_panel("all traffic, from /metrics deltas", lines)]
+    k = max(a.k or len(a.alpha_by_pos) for _, a in measured)
+    per_class, notes = _chunk_estimates(b, records, k)
+    if per_class:
+        panels.append(
+            _alpha_panel(
+                "per class, from the streamed chunks",
+                [_alpha_line(f"{name} (tokens per chunk)", e, name) for name, e in per_class],
+            )
+        )
+    return Chart(
+        key="alpha_by_position_measured",
+        title="Measured α by position per class",
+        caption=f"{_bench_name(b)}. {CHUNK_NOTE}",
+        panels=tuple(panels),
+        notes=tuple(notes),
+    )
+
+
+def bench_acceptance_length_chart(
+    b: BenchResult, records: Sequence[RequestRecord] | None
+) -> Chart | None:
+    """Measured tokens per target pass: from the counters per level, and per class from chunks."""
+    measured = _measured_levels(b)
+    lines = [
+        line
+        for lv, a in measured
+        if (line := _histogram_line(f"{lv.level} (server counters)", a)) is not None
+    ]
+    if not lines:
+        return None
+    panels = [_pmf_panel("all traffic, from /metrics deltas", lines)]
+    k = max(a.k or len(a.alpha_by_pos) for _, a in measured)
+    per_class, _ = _chunk_estimates(b, records, k)
+    chunk_lines = [
+        line
+        for name, e in per_class
+        if (line := _histogram_line(f"{name} (tokens per chunk)", e, name)) is not None
+    ]
+    if chunk_lines:
+        panels.append(_pmf_panel("per class, from the streamed chunks", chunk_lines))
+    return Chart(
+        key="acceptance_length_measured",
+        title="Measured acceptance length",
+        caption=f"{_bench_name(b)}. Tokens each verify pass emitted, bonus token included.",
+        panels=tuple(panels),
+    )
+
+
+# ---------------------------------------------------------------- alphagate measure
+def _measure_estimates(m: MeasureResult) -> list[tuple[str, AcceptanceEstimate]]:
+    out = [(name, e) for name, e in m.classes.items() if e.num_drafts > 0]
+    if m.overall is not None and m.overall.num_drafts > 0:
+        out.append(("all traffic", m.overall))
+    return out
+
+
+def measure_alpha_chart(m: MeasureResult) -> Chart | None:
+    """α by position per class (and over all traffic) from one measurement, with intervals."""
+    ests = [(n, e) for n, e in _measure_estimates(m) if e.alpha_by_pos]
+    if not ests:
+        return None
+    return Chart(
+        key="alpha_by_position_measure",
+        title="Measured α by position per class",
+        caption=f"{m.verb}: {m.source}. 95% Wilson intervals over the drafts that reached each "
+        "position.",
+        panels=(_alpha_panel(m.verb, [_alpha_line(n, e, n) for n, e in ests]),),
+    )
+
+
+def measure_acceptance_length_chart(m: MeasureResult) -> Chart | None:
+    """Tokens per target pass per class (and over all traffic) from one measurement."""
+    lines = [
+        line for n, e in _measure_estimates(m) if (line := _histogram_line(n, e, n)) is not None
+    ]
+    if not lines:
+        return None
+    return Chart(
+        key="acceptance_length_measure",
+        title="Measured acceptance length",
+        caption=f"{m.verb}: {m.source}.",
+        panels=(_pmf_panel(m.verb, lines),),
+    )
+
+
+# ---------------------------------------------------------------- closed forms
+def table_speedup_chart(t: TableAnswer) -> Chart:
+    """The closed-form speedup grid: speedup against α, one line per K, per verify cost."""
+    panels = []
+    for vi, v in enumerate(t.verify_costs):
+        lines = [
+            Line(label=f"K = {k}", x=tuple(t.alphas), y=tuple(t.speedup[vi][ki]), group=str(k))
+            for ki, k in enumerate(t.ks)
+        ]
+        panels.append(
+            Panel(
+                title=f"closed form, c = {t.draft_cost:g}, v = {v:g}",
+                x_label="conditional α (probability)",
+                y_label="speedup (×, per target-step time)",
+                lines=tuple(lines),
+                refs=(HLine(1.0, "break-even (1×)"),),
+                x_ticks=tuple(t.alphas),
+                x_tick_labels=tuple(f"{a:g}" for a in t.alphas),
+                y_ratio=True,
+            )
+        )
+    return Chart(
+        key="closed_form_speedup",
+        title="Closed-form speedup against α",
+        caption="E(α, K) / (K·c + v) (Leviathan et al. 2023, Eq. 1); no batching, no load.",
+        panels=tuple(panels),
+        share_y=True,
+    )
+
+
+# ---------------------------------------------------------------- what each verb's --plot writes
+def sweep_charts(r: SweepResult) -> list[Chart]:
+    """``simulate --plot``: speedup, P99 ITL, the ITL CDF, α by position, acceptance length."""
+    extra = [sweep_alpha_chart(r), sweep_acceptance_length_chart(r)]
+    return [
+        sweep_speedup_chart(r),
+        sweep_itl_chart(r, ("p99",)),
+        sweep_itl_cdf_chart(r),
+        *(c for c in extra if c is not None),
+    ]
+
+
+def plan_charts(p: Plan) -> list[Chart]:
+    """``plan --plot``: speedup and K against concurrency, ITL, α by position, acceptance length."""
+    return [
+        plan_speedup_chart(p),
+        plan_itl_chart(p),
+        plan_alpha_chart(p),
+        plan_acceptance_length_chart(p),
+    ]
+
+
+def bench_charts(b: BenchResult, records: Sequence[RequestRecord] | None) -> list[Chart]:
+    """``bench --plot``: every measured chart the run has data for."""
+    charts = [
+        bench_speedup_chart(b),
+        bench_itl_chart(b),
+        bench_itl_cdf_chart(b, records) if records else None,
+        bench_alpha_chart(b, records),
+        bench_acceptance_length_chart(b, records),
+    ]
+    return [c for c in charts if c is not None]

@@ -1,0 +1,41 @@
+"""`alphagate plan --plot`: the plan's figures as PNGs, from the same charts as the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+
+def test_plan_plot_writes_the_plan_figures(cli: Cli, tmp_path: Path) -> None:
+    r = cli.run(
+        "plan",
+        "--class",
+        "chat:0.7:0.7",
+        "--class",
+        "code:0.3:0.4",
+        "--concurrency",
+        "64",
+        "--peak-concurrency",
+        "256",
+        "--plot",
+        str(tmp_path / "plots"),
+    )
+    assert r.exit_code == 0, r.output
+    assert "plots written to" in r.output
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert names == [
+        "acceptance_length.png",
+        "alpha_by_position.png",
+        "itl_per_token.png",
+        "speedup_vs_concurrency.png",
+    ]
+    for p in (tmp_path / "plots").iterdir():
+        assert p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 10_000
+
+
+def test_plan_plot_into_a_file_is_refused(cli: Cli, tmp_path: Path) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    r = cli.run("plan", "--class", "chat:1:0.7", "--concurrency", "8", "--plot", str(f))
+    assert r.exit_code == 2 and "--plot" in r.output
