@@ -53,6 +53,25 @@ _EXPORTS: dict[str, str] = {
     "RequestRecord": "alphagate.bench.records",
     "run_bench": "alphagate.bench.run",
     "Speedups": "alphagate.sim.results",
+    "SLO": "alphagate.bench.slo",
+    "parse_slo": "alphagate.bench.slo",
+    "Sweep": "alphagate.bench.sweep",
+    "load_trace": "alphagate.bench.trace",
+    # measuring acceptance, and the gate
+    "AcceptanceEstimate": "alphagate.measure.estimate",
+    "estimate": "alphagate.measure.estimate",
+    "MeasureResult": "alphagate.measure.results",
+    "LiveConfig": "alphagate.measure.live",
+    "measure_live": "alphagate.measure.live",
+    "PrometheusQuery": "alphagate.measure.prometheus",
+    "measure_prometheus": "alphagate.measure.prometheus",
+    "measure_logs": "alphagate.measure.logs",
+    "Rule": "alphagate.gate.rules",
+    "RuleSet": "alphagate.gate.rules",
+    "rules_from_plan": "alphagate.gate.rules",
+    "Evidence": "alphagate.gate.evidence",
+    "evaluate": "alphagate.gate.evaluate",
+    "GateResult": "alphagate.gate.evaluate",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
