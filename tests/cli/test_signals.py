@@ -63,3 +63,32 @@ def test_signal_keeps_records_and_writes_the_summary(tmp_path: Path, sig: signal
     assert summary["interrupted"] is True and summary["stop_reason"] == "interrupted"
     assert summary["levels"][0]["overall"]["completed"] == len(recs)
     assert "records:" in stdout  # the table of what completed is still printed
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_watching_gate_stops_on_a_signal_with_its_last_decision(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """``gate --watch`` (a canary's loop) ends on Ctrl-C or SIGTERM with exit 130, and writes the
+    last decision it reached."""
+    from tests.servers import traffic
+
+    out = tmp_path / "gate.json"
+    cfg = SLOW.model_copy(update={"time_scale": 0.0})
+    with twin(cfg) as (url, _), traffic(url):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "alphagate", "gate", "--min-alpha", "0.1", "--url", url,
+             "--watch", "--interval", "1", "--min-drafts", "10", "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        seen = ""
+        while time.monotonic() < deadline and "PASS" not in seen:
+            line = proc.stderr.readline() if proc.stderr else ""
+            seen += line
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    assert "PASS" in seen, seen + stderr
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert json.loads(out.read_text())["decision"] == "pass"

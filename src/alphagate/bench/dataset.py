@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["DatasetError", "Prompt", "load_prompts", "prompt_of", "synthetic_text", "token_count"]
+T = TypeVar("T")
+
+__all__ = [
+    "DatasetError",
+    "Prompt",
+    "jsonl_entries",
+    "load_prompts",
+    "prompt_of",
+    "synthetic_text",
+    "token_count",
+]
 
 VOCAB = [
     "data",
@@ -83,8 +94,12 @@ def synthetic_text(n_words: int, rng: np.random.Generator) -> str:
     return " ".join(words[rng.integers(0, words.size, n_words)])
 
 
-def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
-    out: list[Prompt] = []
+def jsonl_entries(
+    path: Path, strict: bool, problems: list[str], parse: Callable[[dict[str, Any], str], T]
+) -> list[T]:
+    """``parse(object, "FILE:LINE")`` for every JSON-object line of ``path``. A bad line is a
+    numbered problem in ``problems`` (fatal with ``strict``); blank lines are skipped."""
+    out: list[T] = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -93,7 +108,7 @@ def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise DatasetError(f"{where}: expected a JSON object")
-            out.append(prompt_of(obj, where))
+            out.append(parse(obj, where))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: not valid JSON ({exc.msg})")
         except DatasetError as exc:
@@ -101,6 +116,10 @@ def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
         if strict and problems:
             raise DatasetError(problems[0])
     return out
+
+
+def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
+    return jsonl_entries(path, strict, problems, prompt_of)
 
 
 def token_count(obj: dict[str, Any], key: str, where: str) -> int | None:

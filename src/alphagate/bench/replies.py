@@ -15,6 +15,8 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from alphagate.core.errors import validation_problem
+
 __all__ = ["Chunk", "ReplyStream", "error_message"]
 
 Failure = tuple[str, str]
@@ -64,9 +66,7 @@ def error_message(body: str) -> str:
 
 
 def _why(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    loc = ".".join(str(x) for x in first["loc"]) or "chunk"
-    return f"{loc}: {first['msg']}"
+    return validation_problem(exc, where="chunk")
 
 
 class ReplyStream:

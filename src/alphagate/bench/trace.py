@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import json
 import math
 import re
 from pathlib import Path
@@ -34,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from alphagate.bench.dataset import DatasetError, Prompt, prompt_of, synthetic_text, token_count
+from alphagate.bench.dataset import (
+    DatasetError,
+    Prompt,
+    jsonl_entries,
+    prompt_of,
+    synthetic_text,
+    token_count,
+)
 
 __all__ = ["load_trace"]
 
@@ -88,23 +94,7 @@ def _count(cell: str | None, col: str, where: str) -> int:
 def _read_jsonl(
     path: Path, strict: bool, problems: list[str]
 ) -> list[tuple[float, int | None, Prompt]]:
-    out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise DatasetError(f"{where}: expected a JSON object")
-            out.append(_jsonl_entry(obj, where))
-        except json.JSONDecodeError as exc:
-            problems.append(f"{where}: not valid JSON ({exc.msg})")
-        except DatasetError as exc:
-            problems.append(str(exc))
-        if strict and problems:
-            raise DatasetError(problems[0])
-    return out
+    return jsonl_entries(path, strict, problems, _jsonl_entry)
 
 
 def _read_azure_csv(

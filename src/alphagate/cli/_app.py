@@ -20,7 +20,7 @@ from rich.console import Console, RenderableType
 from typer.core import TyperGroup
 
 from alphagate import __version__
-from alphagate.core.errors import ConfigError
+from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import RESULTS_SCHEMA, Results
 
 try:  # Typer ≥ 0.23 ships its own copy of Click; its exceptions are the ones raised
@@ -93,10 +93,7 @@ def fail(message: str, flag: str | None = None) -> NoReturn:
 def config_error(exc: ConfigError | ValidationError, flag: str | None = None) -> NoReturn:
     """A validation error from a lower layer, as a flag error."""
     if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
-        fail(f"{loc}: {msg}" if loc else msg, flag)
+        fail(validation_problem(exc, where="").removeprefix(": "), flag)
     fail(str(exc), flag)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,131 +27,8 @@ from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 from alphagate.cli._options import check_output_path
 
 if TYPE_CHECKING:
-    from alphagate.gate import Evidence, GateResult, Rule, RuleSet
-
-
-def _flag_rules(cls: str | None, concurrency: int | None, **mins: float | None) -> list[Rule]:
-    from alphagate.gate import Rule
-
-    names = {
-        "min_draft_acceptance_rate": ("draft_acceptance_rate", ">="),
-        "min_alpha": ("alpha", ">="),
-        "min_mean_acceptance_length": ("mean_acceptance_length", ">="),
-        "min_throughput_speedup": ("throughput_speedup", ">="),
-        "min_tpot_speedup": ("tpot_speedup", ">="),
-        "min_itl_per_token_p99_speedup": ("itl_per_token_p99_speedup", ">="),
-        "max_error_rate": ("error_rate", "<="),
-    }
-    out = []
-    for key, value in mins.items():
-        if value is None:
-            continue
-        metric, op = names[key]
-        ab = metric in (
-            "throughput_speedup",
-            "tpot_speedup",
-            "itl_per_token_p99_speedup",
-            "error_rate",
-        )
-        out.append(
-            Rule(
-                metric=metric,
-                op=op,
-                threshold=value,
-                cls=None if ab else cls,
-                concurrency=concurrency if ab else None,
-                source="flag",
-            )
-        )
-    return out
-
-
-def _evidence(
-    measure: list[Path],
-    bench: list[Path],
-    baseline: Path | None,
-    candidate: Path | None,
-    vllm_baseline: Path | None,
-    vllm_candidate: Path | None,
-) -> Evidence:
-    from alphagate.core.errors import ConfigError
-    from alphagate.gate import Evidence, load_bench, load_measure, load_vllm_result
-
-    ev = Evidence()
-    try:
-        for p in measure:
-            load_measure(p, ev)
-        for p in bench:
-            load_bench(p, ev)
-        if baseline is not None:
-            load_bench(baseline, ev, role="baseline")
-        if candidate is not None:
-            load_bench(candidate, ev, role="candidate")
-        if vllm_baseline is not None:
-            load_vllm_result(vllm_baseline, ev, "baseline")
-        if vllm_candidate is not None:
-            load_vllm_result(vllm_candidate, ev, "candidate")
-    except ConfigError as exc:
-        config_error(exc, "--measure/--bench/--baseline/--candidate")
-    return ev
-
-
-class _Live:
-    """Live acceptance for the gate: a Prometheus window, or /metrics scraped since the start."""
-
-    def __init__(
-        self, urls: list[str], prometheus: str | None, selector: str, window_s: float, rs: RuleSet
-    ) -> None:
-        from alphagate.measure.live import LiveConfig, LiveWindow
-
-        self.prometheus, self.selector, self.window_s, self.rs = prometheus, selector, window_s, rs
-        self.cfg = LiveConfig(
-            urls=tuple(urls or ["-"]),
-            min_drafts=rs.min_drafts,
-            duration_s=window_s,
-            interval_s=min(2.0, window_s),
-        )
-        self.window = LiveWindow(self.cfg) if urls else None
-
-    def start(self) -> None:
-        """--watch on /metrics: the first scrape is the baseline the window counts from."""
-        import asyncio
-
-        from alphagate.measure.results import MeasureError
-
-        if self.window is not None:
-            try:
-                asyncio.run(self.window.scrape())
-            except MeasureError as exc:
-                fail(str(exc), "--url")
-
-    def add_to(self, ev: Evidence, watching: bool) -> None:
-        """Add the acceptance measured now to ``ev``; no drafts yet leaves it out (exit 3)."""
-        import asyncio
-
-        from alphagate.measure.live import measure_live
-        from alphagate.measure.prometheus import PrometheusQuery, measure_prometheus
-        from alphagate.measure.results import MeasureError
-
-        try:
-            if self.prometheus:
-                m = measure_prometheus(
-                    PrometheusQuery(
-                        url=self.prometheus, selector=self.selector, window_s=self.window_s
-                    )
-                )
-            elif watching and self.window is not None:
-                asyncio.run(self.window.scrape())
-                m = self.window.result()
-            else:  # one window, ended early once the rules have the drafts they need
-                m = measure_live(self.cfg)
-        except MeasureError as exc:
-            if exc.exit_code == 2:
-                fail(str(exc), "--prometheus" if self.prometheus else "--url")
-            return
-        if m.overall is not None and m.overall.num_drafts > 0:
-            window = f" over {m.window_s:,.0f} s" if m.window_s else ""
-            ev.add_acceptance(None, m.overall, m.source + window)
+    from alphagate.gate import GateResult, RuleSet
+    from alphagate.gate.sources import EvidenceFiles, LiveSource
 
 
 def _watch_line(result: GateResult) -> str:
@@ -170,42 +47,45 @@ class _Interrupted(Exception):
         self.result = result
 
 
-class _Files(NamedTuple):
-    measure: list[Path]
-    bench: list[Path]
-    baseline: Path | None
-    candidate: Path | None
-    vllm_baseline: Path | None
-    vllm_candidate: Path | None
+def _evaluate_once(
+    rs: RuleSet, files: EvidenceFiles, live: LiveSource | None, watching: bool
+) -> GateResult:
+    from alphagate.core.errors import ConfigError
+    from alphagate.gate import evaluate
+    from alphagate.measure.results import MeasureError
+
+    try:
+        ev = files.load()
+        if live is not None:
+            live.add_to(ev, watching)
+    except ConfigError as exc:
+        config_error(exc, "--measure/--bench/--baseline/--candidate")
+    except MeasureError as exc:
+        fail(str(exc), "--prometheus" if live is not None and live.prometheus else "--url")
+    if not ev.sources and not ev.acceptance and live is None:
+        fail(
+            "no evidence: give --measure, --bench, --baseline/--candidate, --url or --prometheus",
+            "--measure",
+        )
+    return evaluate(rs, ev)
 
 
 def _loop(
     rs: RuleSet,
-    live: _Live | None,
+    files: EvidenceFiles,
+    live: LiveSource | None,
     watch: bool,
     interval: float,
     duration: float | None,
-    start: float,
-    files: _Files,
 ) -> GateResult:
     """Evaluate once, or with --watch every ``interval`` until a fail or ``duration``."""
-    from alphagate.gate import evaluate
-
+    start = time.monotonic()
     result: GateResult | None = None
     try:
         while True:
-            if watch and ((live is not None and live.window is not None) or result is not None):
-                time.sleep(interval)  # /metrics: an interval past the baseline scrape first
-            ev = _evidence(*files)
-            if live is not None:
-                live.add_to(ev, watch)
-            if not ev.sources and not ev.acceptance and live is None:
-                fail(
-                    "no evidence: give --measure, --bench, --baseline/--candidate, --url or "
-                    "--prometheus",
-                    "--measure",
-                )
-            result = evaluate(rs, ev)
+            if watch and ((live is not None and live.accumulates) or result is not None):
+                time.sleep(interval)  # /metrics: an interval past the first scrape first
+            result = _evaluate_once(rs, files, live, watch)
             if watch:
                 err_console.print(_watch_line(result), markup=False, highlight=False)
             if (
@@ -369,6 +249,7 @@ def gate_cmd(
     evidence yet (never a pass), 2 bad input."""
     from alphagate.core.errors import ConfigError
     from alphagate.gate import RuleSet, load_rules, rules_from_plan
+    from alphagate.gate.sources import EvidenceFiles, LiveSource, flag_rules
     from alphagate.measure.prometheus import parse_duration
     from alphagate.measure.results import MeasureError
 
@@ -382,7 +263,7 @@ def gate_cmd(
         fail(str(exc), "--window")
     except ConfigError as exc:
         config_error(exc, "--plan/--rules")
-    flagged = _flag_rules(
+    flagged = flag_rules(
         cls,
         concurrency,
         min_draft_acceptance_rate=min_draft_acceptance_rate,
@@ -397,21 +278,22 @@ def gate_cmd(
     if not all_rules:
         fail("no rules: give --plan, --rules or a --min-…/--max-… flag", "--plan")
     rs = RuleSet(rules=all_rules, min_drafts=min_drafts, min_requests=min_requests)
-    live = _Live(url or [], prometheus, selector, window_s, rs) if url or prometheus else None
+    live = LiveSource(url or [], prometheus, selector, window_s, rs) if url or prometheus else None
     if watch and live is None:
         fail("--watch needs live evidence: --url or --prometheus", "--watch")
-    if watch and live is not None:
-        live.start()
-    files = _Files(measure or [], bench or [], baseline, candidate, vllm_baseline, vllm_candidate)
-    start = time.monotonic()
-    result: GateResult | None = None
+    files = EvidenceFiles(
+        measure or [], bench or [], baseline, candidate, vllm_baseline, vllm_candidate
+    )
     try:
         with sigterm_as_interrupt():
-            result = _loop(rs, live, watch, interval, duration, start, files)
+            if watch and live is not None:
+                live.start()
+            result = _loop(rs, files, live, watch, interval, duration)
+    except MeasureError as exc:
+        fail(str(exc), "--url")
     except _Interrupted as stop:
         if stop.result is not None:
             _show(stop.result, as_json, out)
         raise typer.Exit(130) from None
-    assert result is not None
     _show(result, as_json, out)
     raise typer.Exit(result.exit_code)

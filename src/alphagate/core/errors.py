@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "SpecError"]
+from pydantic import ValidationError
+
+__all__ = ["ConfigError", "SpecError", "invalid", "validation_problem"]
 
 
 class ConfigError(ValueError):
@@ -11,3 +13,18 @@ class ConfigError(ValueError):
 
 class SpecError(ConfigError):
     """A preset name or spec file that cannot be used; the message says what and where."""
+
+
+def validation_problem(exc: ValidationError, where: str = "the top level") -> str:
+    """``field.path: message`` for the first problem pydantic found (its "Value error, " prefix
+    dropped), with a count of the others."""
+    first = exc.errors()[0]
+    loc = ".".join(str(x) for x in first["loc"]) or where
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{loc}: {msg}{more}"
+
+
+def invalid(source: object, what: str, exc: ValidationError) -> ConfigError:
+    """``SOURCE: not a valid WHAT (field: message)`` — a file that parsed but is not the record."""
+    return ConfigError(f"{source}: not a valid {what} ({validation_problem(exc)})")

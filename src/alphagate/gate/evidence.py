@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pydantic import ValidationError
 
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
-from alphagate.core.errors import ConfigError
+from alphagate.core.errors import ConfigError, invalid
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, wilson
 from alphagate.measure.results import MeasureResult
 
@@ -106,10 +106,7 @@ def load_measure(path: Path, ev: Evidence) -> None:
     try:
         m = MeasureResult.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"{path}: not an alphagate measure result ({'.'.join(map(str, first['loc']))}: {first['msg']})"
-        ) from None
+        raise invalid(path, "alphagate measure result", exc) from None
     if m.overall is not None:
         ev.add_acceptance(None, m.overall, f"{path.name} ({m.verb})")
     for name, est in m.classes.items():
@@ -145,10 +142,7 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
     try:
         result = BenchResult.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"{path}: not an alphagate bench summary ({'.'.join(map(str, first['loc']))}: {first['msg']})"
-        ) from None
+        raise invalid(path, "alphagate bench summary", exc) from None
     records = _records(path, result)
     for lv in result.levels:
         side_role = lv.target if lv.target in ("baseline", "candidate") else role

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from alphagate.core.errors import ConfigError
+from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import Frozen
 
 __all__ = [
@@ -85,9 +85,7 @@ def load_rules(path: Path) -> RuleSet:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a JSON rules file ({exc})") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+        raise ConfigError(f"{path}: {validation_problem(exc)}") from None
     return rs.model_copy(
         update={"rules": [r.model_copy(update={"source": str(path)}) for r in rs.rules]}
     )

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from alphagate import theory
-from alphagate.core.errors import ConfigError
+from alphagate.core.errors import ConfigError, invalid
 from alphagate.core.records import Frozen
 from alphagate.core.traffic import TrafficClass
 
@@ -64,9 +64,7 @@ def _from_bench(data: dict[str, Any], p: Path) -> float:
     try:
         result = BenchResult.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"{p}: not a valid bench summary ({where}: {first['msg']})") from None
+        raise invalid(p, "bench summary", exc) from None
     measured = [
         lv.acceptance
         for lv in result.levels
@@ -89,10 +87,7 @@ def _from_measure(data: dict[str, Any], p: Path) -> Measurement:
     try:
         m = MeasureResult.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"{p}: not a valid measure result ({'.'.join(map(str, first['loc']))}: {first['msg']})"
-        ) from None
+        raise invalid(p, "measure result", exc) from None
     per = {name: e.alpha_iid for name, e in m.classes.items() if e.alpha_iid is not None}
     overall = m.overall.alpha_iid if m.overall is not None else None
     if not per and overall is None:

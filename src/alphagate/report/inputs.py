@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from alphagate.bench.records import BenchResult, RequestRecord
-from alphagate.core.errors import ConfigError
+from alphagate.core.errors import ConfigError, invalid
 from alphagate.core.records import RESULTS_SCHEMA, Frozen
 from alphagate.gate.evaluate import GateResult
 from alphagate.measure.results import MeasureResult
@@ -140,13 +140,6 @@ class ReportInputs(Frozen):
         return [i for i in self.inputs if isinstance(i, kind)]
 
 
-def _invalid(source: str, what: str, exc: ValidationError) -> ConfigError:
-    first = exc.errors()[0]
-    loc = ".".join(str(x) for x in first["loc"]) or "the top level"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return ConfigError(f"{source}: not a valid {what} ({loc}: {first['msg']}){more}")
-
-
 def _unclosed(text: str) -> bool:
     """Whether JSON text stops inside a string or with a bracket still open: a cut-off write."""
     depth, in_string, escaped = 0, False, False
@@ -218,7 +211,7 @@ def _sweep(source: str, data: dict[str, Any]) -> SweepInput:
     try:
         r = SweepResult.model_validate(_body(data))
     except ValidationError as exc:
-        raise _invalid(source, "simulate result", exc) from None
+        raise invalid(source, "simulate result", exc) from None
     if not r.rows or not r.cells:
         raise ConfigError(f"{source}: the sweep is empty (no load level or no cell was simulated)")
     return SweepInput(source=source, result=r)
@@ -228,7 +221,7 @@ def _plan(source: str, data: dict[str, Any]) -> PlanInput:
     try:
         p = Plan.model_validate(data)
     except ValidationError as exc:
-        raise _invalid(source, "plan", exc) from None
+        raise invalid(source, "plan", exc) from None
     if not p.rows:
         raise ConfigError(f"{source}: the plan has no predicted rows (no concurrency evaluated)")
     return PlanInput(source=source, plan=p)
@@ -238,7 +231,7 @@ def _bench(source: str, data: dict[str, Any]) -> BenchInput:
     try:
         b = BenchResult.model_validate(data)
     except ValidationError as exc:
-        raise _invalid(source, "bench summary", exc) from None
+        raise invalid(source, "bench summary", exc) from None
     if not b.levels:
         raise ConfigError(f"{source}: the bench summary has no levels (no request was measured)")
     return BenchInput(source=source, result=b)
@@ -261,17 +254,17 @@ def parse_results(source: str, text: str) -> Input:
         try:
             return MeasureInput(source=source, result=MeasureResult.model_validate(data))
         except ValidationError as exc:
-            raise _invalid(source, f"'{verb}' result", exc) from None
+            raise invalid(source, f"'{verb}' result", exc) from None
     if verb == "gate":
         try:
             return GateInput(source=source, result=GateResult.model_validate(data))
         except ValidationError as exc:
-            raise _invalid(source, "gate decision", exc) from None
+            raise invalid(source, "gate decision", exc) from None
     if verb in MODEL_ANSWERS:
         try:
             answer = MODEL_ANSWERS[verb].model_validate(_body(data))
         except ValidationError as exc:
-            raise _invalid(source, f"'{verb}' answer", exc) from None
+            raise invalid(source, f"'{verb}' answer", exc) from None
         return ModelInput.model_validate({"source": source, "verb": verb, "answer": answer})
     if verb in FIELD_VERBS:
         return FieldsInput(source=source, verb=verb, fields=_body(data))
@@ -294,7 +287,7 @@ def parse_records(
         try:
             rec = RequestRecord.model_validate_json(line)
         except ValidationError as exc:
-            err = _invalid(f"{source}:{n}", "request record", exc)
+            err = invalid(f"{source}:{n}", "request record", exc)
             if not partial:
                 raise err from None
             notes.append(f"{err} — skipped")

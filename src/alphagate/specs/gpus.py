@@ -15,7 +15,7 @@ from typing import Final
 
 from pydantic import Field, ValidationError
 
-from alphagate.core.errors import SpecError
+from alphagate.core.errors import SpecError, validation_problem
 from alphagate.core.records import Frozen
 from alphagate.theory.roofline import ridge_point
 
@@ -116,9 +116,7 @@ def load_gpu_spec(path: str | Path) -> GpuSpec:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"{p}: not a readable JSON file ({exc})") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise SpecError(f"{p}: field {where!r}: {first['msg']}") from None
+        raise SpecError(f"{p}: {validation_problem(exc)}") from None
 
 
 def resolve_gpu(name: str) -> GpuSpec:

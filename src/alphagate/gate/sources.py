@@ -1,0 +1,134 @@
+"""Where a gate's rules and evidence come from: flags, files, and live sources.
+
+Everything here raises (:class:`~alphagate.core.errors.ConfigError` for a bad file,
+:class:`~alphagate.measure.results.MeasureError` for a bad source) and prints nothing; the CLI
+turns the errors into exit codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import NamedTuple
+
+from alphagate.gate.evidence import Evidence, load_bench, load_measure, load_vllm_result
+from alphagate.gate.rules import AB_METRICS, Metric, Rule, RuleSet
+from alphagate.measure.live import LiveConfig, LiveWindow, measure_live
+from alphagate.measure.prometheus import PrometheusQuery, measure_prometheus
+from alphagate.measure.results import MeasureError, MeasureResult
+
+__all__ = ["FLAG_METRICS", "EvidenceFiles", "LiveSource", "flag_rules"]
+
+#: ``gate`` flag → (metric, direction).
+FLAG_METRICS: dict[str, tuple[Metric, str]] = {
+    "min_draft_acceptance_rate": ("draft_acceptance_rate", ">="),
+    "min_alpha": ("alpha", ">="),
+    "min_mean_acceptance_length": ("mean_acceptance_length", ">="),
+    "min_throughput_speedup": ("throughput_speedup", ">="),
+    "min_tpot_speedup": ("tpot_speedup", ">="),
+    "min_itl_per_token_p99_speedup": ("itl_per_token_p99_speedup", ">="),
+    "max_error_rate": ("error_rate", "<="),
+}
+
+
+def flag_rules(cls: str | None, concurrency: int | None, **values: float | None) -> list[Rule]:
+    """Rules from ``--min-…``/``--max-…`` flags; acceptance rules take ``cls``, A/B rules take
+    ``concurrency`` (the bench level they judge)."""
+    out = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        metric, op = FLAG_METRICS[key]
+        ab = metric in AB_METRICS
+        out.append(
+            Rule(
+                metric=metric,
+                op=">=" if op == ">=" else "<=",
+                threshold=value,
+                cls=None if ab else cls,
+                concurrency=concurrency if ab else None,
+                source="flag",
+            )
+        )
+    return out
+
+
+class EvidenceFiles(NamedTuple):
+    """The evidence files a gate was given."""
+
+    measure: list[Path]
+    bench: list[Path]
+    baseline: Path | None
+    candidate: Path | None
+    vllm_baseline: Path | None
+    vllm_candidate: Path | None
+
+    def load(self) -> Evidence:
+        """Read every file (again: a watching gate sees files that are rewritten)."""
+        ev = Evidence()
+        for p in self.measure:
+            load_measure(p, ev)
+        for p in self.bench:
+            load_bench(p, ev)
+        if self.baseline is not None:
+            load_bench(self.baseline, ev, role="baseline")
+        if self.candidate is not None:
+            load_bench(self.candidate, ev, role="candidate")
+        if self.vllm_baseline is not None:
+            load_vllm_result(self.vllm_baseline, ev, "baseline")
+        if self.vllm_candidate is not None:
+            load_vllm_result(self.vllm_candidate, ev, "candidate")
+        return ev
+
+
+class LiveSource:
+    """Live acceptance: a Prometheus window, or replicas' ``/metrics``. Watching /metrics, the
+    counters accumulate from the first scrape (:meth:`start`); once, the window ends early as soon
+    as the rules have the drafts they need."""
+
+    def __init__(
+        self, urls: list[str], prometheus: str | None, selector: str, window_s: float, rs: RuleSet
+    ) -> None:
+        self.prometheus, self.selector, self.window_s = prometheus, selector, window_s
+        self.cfg = LiveConfig(
+            urls=tuple(urls or ["-"]),
+            min_drafts=rs.min_drafts,
+            duration_s=window_s,
+            interval_s=min(2.0, window_s),
+        )
+        self.window = LiveWindow(self.cfg) if urls else None
+
+    @property
+    def accumulates(self) -> bool:
+        """True when evidence builds up from a first scrape (``/metrics``), not a query window."""
+        return self.window is not None
+
+    def start(self) -> None:
+        """The first scrape of every replica: the start of a watching window."""
+        if self.window is not None:
+            asyncio.run(self.window.scrape())
+
+    def measure(self, watching: bool) -> MeasureResult | None:
+        """The acceptance now; None when the source has seen no drafts yet."""
+        try:
+            if self.prometheus:
+                return measure_prometheus(
+                    PrometheusQuery(
+                        url=self.prometheus, selector=self.selector, window_s=self.window_s
+                    )
+                )
+            if watching and self.window is not None:
+                asyncio.run(self.window.scrape())
+                return self.window.result()
+            return measure_live(self.cfg)
+        except MeasureError as exc:
+            if exc.exit_code == 2:
+                raise
+            return None
+
+    def add_to(self, ev: Evidence, watching: bool) -> None:
+        """Add the acceptance measured now to ``ev`` (left out without drafts: insufficient)."""
+        m = self.measure(watching)
+        if m is not None and m.overall is not None and m.overall.num_drafts > 0:
+            window = f" over {m.window_s:,.0f} s" if m.window_s else ""
+            ev.add_acceptance(None, m.overall, m.source + window)
