@@ -62,6 +62,30 @@ def _tick_labels(ticks: tuple[float, ...], result: BenchResult) -> tuple[str, ..
     return tuple(f"{x:g}" if x in labelled else "" for x in ticks)
 
 
+def _goodput_ratio_panel(result: BenchResult, axis: str) -> Panel | None:
+    """Candidate ÷ baseline goodput per load where both ran."""
+    by_label = {lv.level: lv for lv in result.levels if lv.target == "baseline"}
+    ratios = sorted(
+        (float(by_label[c.level].load or 0.0), c.goodput_ratio)
+        for c in result.comparisons
+        if c.goodput_ratio is not None and c.level in by_label and by_label[c.level].load
+    )
+    if not ratios:
+        return None
+    rx = tuple(x for x, _ in ratios)
+    return Panel(
+        title="goodput, candidate ÷ baseline",
+        x_label=axis,
+        y_label="goodput ratio (×, higher = candidate better)",
+        lines=(Line(label="candidate ÷ baseline", x=rx, y=tuple(r for _, r in ratios)),),
+        refs=(HLine(1.0, "break-even (1×)"),),
+        x_ticks=rx,
+        x_tick_labels=tuple(f"{x:g}" for x in rx),
+        x_log=len(rx) > 1,
+        y_ratio=True,
+    )
+
+
 def goodput_chart(result: BenchResult) -> Chart | None:
     """Goodput (good requests/s) and the share of requests within the SLO per load for every
     target, and the candidate ÷ baseline goodput ratio where both ran; None without an SLO or
@@ -124,27 +148,9 @@ def goodput_chart(result: BenchResult) -> Chart | None:
             y_range=(0.0, 102.0),
         ),
     ]
-    by_label = {lv.level: lv for lv in result.levels if lv.target == "baseline"}
-    ratios = sorted(
-        (float(by_label[c.level].load or 0.0), c.goodput_ratio)
-        for c in result.comparisons
-        if c.goodput_ratio is not None and c.level in by_label and by_label[c.level].load
-    )
-    if ratios:
-        rx = tuple(x for x, _ in ratios)
-        panels.append(
-            Panel(
-                title="goodput, candidate ÷ baseline",
-                x_label=axis,
-                y_label="goodput ratio (×, higher = candidate better)",
-                lines=(Line(label="candidate ÷ baseline", x=rx, y=tuple(r for _, r in ratios)),),
-                refs=(HLine(1.0, "break-even (1×)"),),
-                x_ticks=rx,
-                x_tick_labels=tuple(f"{x:g}" for x in rx),
-                x_log=len(rx) > 1,
-                y_ratio=True,
-            )
-        )
+    ratio = _goodput_ratio_panel(result, axis)
+    if ratio is not None:
+        panels.append(ratio)
     knees = ""
     if result.sweep is not None:
         parts = [
