@@ -221,3 +221,65 @@ def test_cli_bad_input_is_exit_2_and_names_the_input(cli: Cli, tmp_path: Path) -
         assert r.exit_code == 2, (args, r.output)
         assert needle in r.output, (args, r.output)
         assert "Traceback" not in r.output
+
+
+def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_path: Path) -> None:
+    """Two twins, one bench A/B under a TPOT bound; the gate's goodput ratio equals a recount of
+    good requests ÷ duration from requests.jsonl and summary.json."""
+    from alphagate.core.traffic import TrafficClass
+    from alphagate.specs import DeploymentConfig, WorkloadConfig
+    from alphagate.twin.config import TwinConfig
+    from tests.servers import twin
+
+    wl = WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=0.7),))
+    dep = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
+    bound_ms = 40.0  # modelled TPOT ≈ 6.5 ms × time scale 2 without speculation: both sides good
+    with (
+        twin(TwinConfig(deployment=dep, workload=wl, k=0, time_scale=2.0, seed=1)) as (b, _),
+        twin(TwinConfig(deployment=dep, workload=wl, k=3, time_scale=2.0, seed=2)) as (c, _),
+    ):
+        r = cli.run(
+            "bench", "--baseline-url", b, "--candidate-url", c, "--concurrency", "4",
+            "-n", "40", "--dataset", "synthetic:in=16,out=16", "--slo", f"tpot_ms={bound_ms}",
+            "--out", str(tmp_path), "--no-progress",
+        )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    recs = [json.loads(x) for x in (tmp_path / "requests.jsonl").read_text().splitlines()]
+
+    def good_per_s(target: str) -> float:
+        lv = next(x for x in summary["levels"] if x["target"] == target)
+        good = sum(
+            1
+            for x in recs
+            if x["target"] == target and x["error_type"] is None and not x["warmup"]
+            and (x["e2e_s"] - x["ttft_s"]) / (x["output_tokens"] - 1) * 1000 <= bound_ms
+        )  # fmt: skip
+        return good / lv["overall"]["duration_s"]
+
+    d = cli.json(
+        "gate", "--min-goodput-speedup", "0.01", "--bench", str(tmp_path / "summary.json"),
+        "--min-requests", "10",
+    )  # fmt: skip
+    (res,) = d["results"]
+    want = good_per_s("candidate") / good_per_s("baseline")
+    assert res["value"] == pytest.approx(want, rel=1e-9)
+    assert res["interval"]["low"] <= want <= res["interval"]["high"]
+    assert res["result"] == "pass"
+    # a bound no baseline request meets (but candidate requests do): the ratio is unbounded
+    tight = {**summary, "slo": {**summary["slo"], "bounds_ms": {"tpot_ms": 10.0}}}
+    (tmp_path / "tight.json").write_text(json.dumps(tight))
+    d = cli.json(
+        "gate", "--min-goodput-speedup", "1.0", "--bench", str(tmp_path / "tight.json"),
+        "--min-requests", "10", exit_code=3,
+    )  # fmt: skip
+    assert "unbounded" in d["results"][0]["why"]
+    # without an SLO in the runs, goodput cannot be judged: not enough evidence, and why
+    s = json.loads((tmp_path / "summary.json").read_text())
+    s["slo"] = None
+    (tmp_path / "no-slo.json").write_text(json.dumps(s))
+    d = cli.json(
+        "gate", "--min-goodput-speedup", "1.0", "--bench", str(tmp_path / "no-slo.json"),
+        exit_code=3,
+    )  # fmt: skip
+    assert "--slo" in d["results"][0]["why"]

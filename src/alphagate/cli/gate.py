@@ -164,6 +164,14 @@ def gate_cmd(
             help="Baseline ÷ candidate P99 ITL per token at least (1 = not worse).",
         ),
     ] = None,
+    min_goodput_speedup: Annotated[
+        float | None,
+        typer.Option(
+            "--min-goodput-speedup",
+            callback=finite_float("--min-goodput-speedup", 0.0, 100.0),
+            help="Candidate ÷ baseline goodput (requests/s within the bench runs' --slo) at least.",
+        ),
+    ] = None,
     max_error_rate: Annotated[
         float | None,
         typer.Option(
@@ -272,6 +280,7 @@ def gate_cmd(
         min_throughput_speedup=min_throughput_speedup,
         min_tpot_speedup=min_tpot_speedup,
         min_itl_per_token_p99_speedup=min_itl_p99,
+        min_goodput_speedup=min_goodput_speedup,
         max_error_rate=max_error_rate,
     )
     all_rules = [*(base.rules if base else []), *from_plan, *flagged]

@@ -9,6 +9,7 @@ resampled, seeded), error rates from a Wilson interval.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import numpy.typing as npt
 from pydantic import ValidationError
 
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
+from alphagate.bench.slo import SLO, missed_bounds
 from alphagate.core.errors import ConfigError, invalid
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, wilson
 from alphagate.measure.results import MeasureResult
@@ -46,6 +48,7 @@ class ABSide:
     records: list[RequestRecord]
     level: LevelSummary | None
     point: dict[str, float] = field(default_factory=dict)  # vllm bench serve: means and p99s
+    slo: SLO | None = None  # the bench run's --slo, for goodput
 
 
 @dataclass
@@ -148,7 +151,11 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
         side_role = lv.target if lv.target in ("baseline", "candidate") else role
         if side_role is not None:
             recs = [r for r in records if r.target == lv.target and r.level == lv.level]
-            ev.add_side(side_role, lv.concurrency, ABSide(label=side_role, records=recs, level=lv))
+            ev.add_side(
+                side_role,
+                lv.concurrency,
+                ABSide(label=side_role, records=recs, level=lv, slo=result.slo),
+            )
         if lv.acceptance is not None and lv.acceptance.num_drafts > 0:
             ev.add_acceptance(
                 None, lv.acceptance, f"{path.name} ({lv.target} {lv.level})", bench=True
@@ -222,8 +229,69 @@ def _p99(vals: list[FloatArray], wts: list[FloatArray], idx: npt.NDArray[np.int6
     return float(v[order][min(np.searchsorted(cw, 0.99 * cw[-1]), v.size - 1)])
 
 
+def _bootstrap(
+    stat: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], float], nb: int, nc: int
+) -> tuple[float | None, Interval | None]:
+    """The statistic on all requests, and its 95% percentile-bootstrap interval (both sides
+    resampled, seeded: the same files give the same interval)."""
+    rng = np.random.default_rng(0)
+    point = stat(np.arange(nb), np.arange(nc))
+    boots = np.array(
+        [stat(rng.integers(0, nb, nb), rng.integers(0, nc, nc)) for _ in range(BOOTSTRAP)]
+    )
+    boots = boots[np.isfinite(boots)]
+    interval = (
+        Interval(low=float(np.quantile(boots, 0.025)), high=float(np.quantile(boots, 0.975)))
+        if boots.size
+        else None
+    )
+    return (point if np.isfinite(point) else None), interval
+
+
+def _goodput_value(base: ABSide, cand: ABSide) -> Value:
+    """Candidate ÷ baseline good requests per second under the runs' SLO (failed requests are
+    never good)."""
+    slo = cand.slo or base.slo
+    if slo is None:
+        return Value(None, None, 0.0, "requests", "the bench runs had no --slo: goodput needs one")
+    if not base.records or not cand.records or base.level is None or cand.level is None:
+        gb = base.level.goodput if base.level else None
+        gc = cand.level.goodput if cand.level else None
+        if gb is None or gc is None or gb.good_requests_per_s <= 0:
+            return Value(None, None, 0.0, "requests")
+        return Value(gc.good_requests_per_s / gb.good_requests_per_s, None, gc.requests, "requests")
+
+    def good(side: ABSide) -> FloatArray:
+        return np.asarray(
+            [float(missed_bounds(r, slo) == []) for r in side.records if not r.warmup]
+        )
+
+    g_b, g_c = good(base), good(cand)
+    d_b, d_c = base.level.overall.duration_s, cand.level.overall.duration_s
+
+    def stat(bi: npt.NDArray[np.int64], ci: npt.NDArray[np.int64]) -> float:
+        den = g_b[bi].sum() / d_b
+        return float((g_c[ci].sum() / d_c) / den) if den > 0 else float("nan")
+
+    if g_b.size == 0 or g_c.size == 0:
+        return Value(None, None, 0.0, "requests")
+    if g_b.sum() == 0:
+        return Value(
+            None,
+            None,
+            float(min(g_b.size, g_c.size)),
+            "requests",
+            f"no baseline request met the SLO ({g_c.sum():.0f} of {g_c.size} candidate requests "
+            "did): the ratio is unbounded",
+        )
+    point, interval = _bootstrap(stat, g_b.size, g_c.size)
+    return Value(point, interval, float(min(g_b.size, g_c.size)), "requests")
+
+
 def ab_value(metric: str, base: ABSide, cand: ABSide) -> Value:
     """Candidate vs baseline on ``metric`` with a bootstrap interval over requests."""
+    if metric == "goodput_speedup":
+        return _goodput_value(base, cand)
     if metric == "error_rate":
         recs = [r for r in cand.records if not r.warmup]
         if not recs:
@@ -248,21 +316,11 @@ def ab_value(metric: str, base: ABSide, cand: ABSide) -> Value:
             return float(np.nanmean(b[1][bi]) / np.nanmean(c[1][ci]))
         return _p99(b[2], b[3], bi) / _p99(c[2], c[3], ci)
 
-    rng = np.random.default_rng(0)
     nb, nc = b[0].size, c[0].size
     if nb == 0 or nc == 0:
         return Value(None, None, n, "requests")
-    point = stat(np.arange(nb), np.arange(nc))
-    boots = np.array(
-        [stat(rng.integers(0, nb, nb), rng.integers(0, nc, nc)) for _ in range(BOOTSTRAP)]
-    )
-    boots = boots[np.isfinite(boots)]
-    interval = (
-        Interval(low=float(np.quantile(boots, 0.025)), high=float(np.quantile(boots, 0.975)))
-        if boots.size
-        else None
-    )
-    return Value(point if np.isfinite(point) else None, interval, n, "requests")
+    point, interval = _bootstrap(stat, nb, nc)
+    return Value(point, interval, n, "requests")
 
 
 def _point_ab(metric: str, base: ABSide, cand: ABSide) -> Value:

@@ -33,6 +33,7 @@ Metric = Literal[
     "throughput_speedup",
     "tpot_speedup",
     "itl_per_token_p99_speedup",
+    "goodput_speedup",
     "error_rate",
 ]
 #: How each metric reads in a table (the JSON keeps the metric names).
@@ -43,10 +44,17 @@ LABELS = {
     "throughput_speedup": "throughput speedup",
     "tpot_speedup": "TPOT speedup",
     "itl_per_token_p99_speedup": "P99 ITL/token speedup",
+    "goodput_speedup": "goodput speedup",
     "error_rate": "error rate",
 }
 ACCEPTANCE_METRICS = ("draft_acceptance_rate", "alpha", "mean_acceptance_length")
-AB_METRICS = ("throughput_speedup", "tpot_speedup", "itl_per_token_p99_speedup", "error_rate")
+AB_METRICS = (
+    "throughput_speedup",
+    "tpot_speedup",
+    "itl_per_token_p99_speedup",
+    "goodput_speedup",
+    "error_rate",
+)
 
 
 class Rule(Frozen):

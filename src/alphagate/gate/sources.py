@@ -27,6 +27,7 @@ FLAG_METRICS: dict[str, tuple[Metric, str]] = {
     "min_throughput_speedup": ("throughput_speedup", ">="),
     "min_tpot_speedup": ("tpot_speedup", ">="),
     "min_itl_per_token_p99_speedup": ("itl_per_token_p99_speedup", ">="),
+    "min_goodput_speedup": ("goodput_speedup", ">="),
     "max_error_rate": ("error_rate", "<="),
 }
 
