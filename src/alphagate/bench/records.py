@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -30,11 +30,26 @@ __all__ = [
     "Comparison",
     "LevelSummary",
     "RequestRecord",
+    "RequestText",
     "Stats",
     "compare_levels",
     "stats_of",
     "summarize_level",
 ]
+
+
+class RequestText(Frozen):
+    """What was asked and answered (``--save-text``): a bench run against the baseline server is
+    then a request log for ``alphagate measure offline``. Token ids come from vLLM's
+    ``return_token_ids`` (other servers send text only)."""
+
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    prompt_token_ids: list[int] | None = None
+    output: str
+    output_token_ids: list[int] | None = None
+    finish_reason: str | None = None
+    temperature: float
 
 
 class RequestRecord(Frozen):
@@ -61,6 +76,17 @@ class RequestRecord(Frozen):
     error_type: str | None = None
     error_message: str | None = None
     warmup: bool = False
+    text: RequestText | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="--save-text: the prompt and the output, as text and token ids",
+    )
+    delivery_s: list[float] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="--probe-send-time against a twin run with --emit-send-time: each content "
+        "chunk's receipt − the server's send time (wall clock), the latency the client adds",
+    )
 
     @property
     def ok(self) -> bool:
@@ -266,6 +292,10 @@ class BenchResult(Results):
     sweep: SweepSummary | None = Field(
         default=None, description="--sweep: the knee of each target and their ratio"
     )
+    worker_failures: list[str] = Field(
+        default_factory=list,
+        description="--workers: each worker that died, and what its share of the load lost",
+    )
 
     @property
     def requests(self) -> tuple[int, int]:
@@ -282,6 +312,8 @@ class BenchResult(Results):
             return f"error rate {failed}/{total} is above --max-error-rate {max_error_rate:g}"
         if self.stop_reason and self.stop_reason.startswith("cannot write"):
             return self.stop_reason
+        if self.worker_failures:
+            return f"the load was not sent as asked: {self.worker_failures[0]}"
         return None
 
     def records_path(self, summary: Path) -> tuple[Path | None, list[Path]]:

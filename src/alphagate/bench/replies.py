@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
 import numpy as np
 import orjson
@@ -69,10 +70,56 @@ def _why(exc: ValidationError) -> str:
     return validation_problem(exc, where="chunk")
 
 
+def _common_chunk(obj: dict[str, object]) -> tuple[str | None, int | None, int | None] | None:
+    """The text, ``usage.completion_tokens`` and ``usage.prompt_tokens`` of a chunk of the shape every known server sends (at most one choice,
+    ``text`` or ``delta.content`` a string or null, ``usage`` with integer counts), without
+    building the models: the hot path, once per streamed chunk. None for anything else, which
+    :class:`Chunk` then validates (and explains)."""
+    choices = obj.get("choices", _MISSING)
+    text: str | None = None
+    if choices is not _MISSING:
+        if type(choices) is not list or len(choices) > 1:
+            return None
+        if choices:
+            c = choices[0]
+            if type(c) is not dict or type(c.get("finish_reason")) not in _STR_OR_NONE:
+                return None
+            t, delta = c.get("text"), c.get("delta")
+            if delta is not None and type(delta) is not dict:
+                return None
+            content = None if delta is None else delta.get("content")
+            if type(t) not in _STR_OR_NONE or type(content) not in _STR_OR_NONE:
+                return None
+            text = t if t is not None else content
+    u = obj.get("usage")
+    if u is None:
+        return text, None, None
+    if type(u) is not dict:
+        return None
+    done, prompt = u.get("completion_tokens"), u.get("prompt_tokens")
+    if type(done) is not int or done < 0:
+        return None
+    if prompt is not None and (type(prompt) is not int or prompt < 0):
+        return None
+    return text, done, prompt
+
+
+_MISSING = object()
+_STR_OR_NONE = (str, type(None))
+
+
 class ReplyStream:
     """Accumulates one SSE stream: chunk times, text sizes, usage."""
 
-    def __init__(self) -> None:
+    def __init__(self, wall_send: float | None = None, keep_text: bool = False) -> None:
+        #: with ``wall_send`` (``time.time()`` at send), each content chunk's server send time
+        #: ``alphagate_sent_s`` (the twin's --emit-send-time) gives its delivery delay
+        self.wall_send = wall_send
+        #: ``--save-text``: the output text, token ids and finish reason, as they stream in
+        self.kept: dict[str, Any] | None = (
+            {"text": [], "ids": [], "prompt_ids": None, "finish": None} if keep_text else None
+        )
+        self.delivery: list[float] = []
         self.times: list[float] = []
         self.sizes: list[int] = []  # characters per chunk, for apportioning tokens without usage
         self.cum_usage: list[int | None] = []
@@ -94,29 +141,53 @@ class ReplyStream:
             return ("malformed_sse", f"not a JSON object: {data[:80]!r}")
         if "error" in obj:
             return ("server_error", error_message(data))
-        try:
-            chunk = Chunk.model_validate(obj)
-        except ValidationError as exc:
-            return ("bad_response", _why(exc))
-        usage = chunk.usage
-        if chunk.choices:
-            text = chunk.choices[0].content
-            if text:
-                self.times.append(now)
-                self.last_s = now
-                self.sizes.append(len(text))
-                self.cum_usage.append(usage.completion_tokens if usage else None)
-        if usage is not None:
-            if self.output_tokens is not None and usage.completion_tokens < self.output_tokens:
+        fast = _common_chunk(obj)
+        if fast is not None:
+            text, done, prompt = fast
+        else:
+            try:
+                chunk = Chunk.model_validate(obj)
+            except ValidationError as exc:
+                return ("bad_response", _why(exc))
+            text = chunk.choices[0].content if chunk.choices else None
+            usage = chunk.usage
+            done = None if usage is None else usage.completion_tokens
+            prompt = None if usage is None else usage.prompt_tokens
+        if self.kept is not None:
+            self._keep(obj, text)
+        if text:
+            if self.wall_send is not None and type(sent := obj.get("alphagate_sent_s")) is float:
+                self.delivery.append(self.wall_send + now - sent)
+            self.times.append(now)
+            self.last_s = now
+            self.sizes.append(len(text))
+            self.cum_usage.append(done)
+        if done is not None:
+            if self.output_tokens is not None and done < self.output_tokens:
                 return (
                     "bad_response",
-                    f"usage.completion_tokens went down from {self.output_tokens} to "
-                    f"{usage.completion_tokens}",
+                    f"usage.completion_tokens went down from {self.output_tokens} to {done}",
                 )
-            if usage.prompt_tokens is not None:
-                self.prompt_tokens = usage.prompt_tokens
-            self.output_tokens = usage.completion_tokens
+            if prompt is not None:
+                self.prompt_tokens = prompt
+            self.output_tokens = done
         return None
+
+    def _keep(self, obj: dict[str, Any], text: str | None) -> None:
+        """Keep the text, vLLM's ``token_ids`` / ``prompt_token_ids`` and the finish reason."""
+        assert self.kept is not None
+        if text:
+            self.kept["text"].append(text)
+        choices = obj.get("choices")
+        if type(choices) is list and choices and type(choices[0]) is dict:
+            c = choices[0]
+            ids, prompt_ids = c.get("token_ids"), c.get("prompt_token_ids")
+            if type(ids) is list:
+                self.kept["ids"].extend(i for i in ids if type(i) is int)
+            if type(prompt_ids) is list:
+                self.kept["prompt_ids"] = [i for i in prompt_ids if type(i) is int]
+            if type(c.get("finish_reason")) is str:
+                self.kept["finish"] = c["finish_reason"]
 
     def chunk_tokens(self) -> tuple[list[int], str]:
         """Tokens per chunk: from continuous usage when the server sends it, else apportioned."""

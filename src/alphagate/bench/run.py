@@ -10,6 +10,7 @@ to ``requests.jsonl``) and to ``on_record`` (the live display).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -41,26 +42,49 @@ def run_bench(
     sink: Callable[[RequestRecord], None] | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
     dataset_problems: list[str] | None = None,
+    workers: int = 1,
 ) -> BenchResult:
-    """Run every level against every target; Ctrl-C keeps every completed record."""
+    """Run every level against every target; Ctrl-C keeps every completed record.
+
+    ``workers`` > 1 sends the load from that many processes (:mod:`alphagate.bench.workers`);
+    this process coordinates them, and its ``sink`` and ``on_record`` see every record.
+    """
     import aiohttp
 
     state: dict[str, BenchRunner] = {}
+    t0, t0_wall = time.perf_counter(), time.time()
+    pool = None
+    if workers > 1:
+        from alphagate.bench.workers import WorkerPool
+
+        pool = WorkerPool(workers, cfg, prompts, run_id, t0_wall)
 
     async def main() -> None:
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
             runner = BenchRunner(
-                cfg, prompts, session, sink=sink, on_record=on_record, run_id=run_id
+                cfg,
+                prompts,
+                session,
+                sink=sink,
+                on_record=on_record,
+                run_id=run_id,
+                pool=pool,
+                t0=t0,
             )
             state["runner"] = runner
             await runner.run()
 
     interrupted = False
     try:
+        if pool is not None:
+            pool.start()
         asyncio.run(main())
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if pool is not None:  # every worker ends; records still on their way are kept
+            pool.finish(state.get("runner"), abort=interrupted)
     runner = state.get("runner")
     levels = [] if runner is None else list(runner.levels)
     if interrupted and runner is not None:
@@ -77,4 +101,5 @@ def run_bench(
         stop_reason="interrupted" if interrupted else stop,
         slo=cfg.slo,
         sweep=None if knees is None else knees.summary(),
+        worker_failures=[] if pool is None else pool.failures,
     )

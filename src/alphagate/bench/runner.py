@@ -13,15 +13,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import aiohttp
 import numpy as np
+import orjson
 from pydantic import Field, SecretStr, model_validator
 
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.records import LevelSummary, RequestRecord, summarize_level
+from alphagate.bench.records import LevelSummary, RequestRecord, RequestText, summarize_level
 from alphagate.bench.replies import ReplyStream, error_message
 from alphagate.bench.slo import SLO
 from alphagate.bench.sse import SSEParser
@@ -29,6 +30,9 @@ from alphagate.bench.sweep import KneeSweep, Sweep
 from alphagate.core.records import Frozen
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
 from alphagate.sim.workload import arrival_times
+
+if TYPE_CHECKING:
+    from alphagate.bench.workers import WorkerPool
 
 __all__ = ["BenchConfig", "BenchRunner", "Level", "levels_for"]
 
@@ -84,6 +88,16 @@ class BenchConfig(Frozen):
     sweep: Sweep | None = Field(
         default=None, description="search each target's knee instead of running fixed levels"
     )
+    save_text: bool = Field(
+        default=False,
+        description="keep each request's prompt and output (text, and token ids where the "
+        "server returns them) in its record: a request log for measure offline",
+    )
+    probe_send_time: bool = Field(
+        default=False,
+        description="record each chunk's delivery delay from the twin's alphagate_sent_s "
+        "(twin --emit-send-time): the latency the client adds, for benchmarks",
+    )
 
     #: requests a level must have finished before the error rate can stop it
     MIN_REQUESTS_FOR_RATE: ClassVar[int] = 20
@@ -138,8 +152,11 @@ class BenchRunner:
         sink: Callable[[RequestRecord], None] | None = None,
         on_record: Callable[[RequestRecord], None] | None = None,
         run_id: str = "run",
+        pool: WorkerPool | None = None,
+        t0: float | None = None,
     ) -> None:
         self.cfg = cfg
+        self.pool = pool  # None: requests go from this process
         self.run_id = run_id
         self.prompts = prompts
         self.session = session
@@ -150,13 +167,14 @@ class BenchRunner:
         self.levels: list[LevelSummary] = []  # summaries of the levels that finished
         self.stop_reason: str | None = None  # set when a limit ends the run early
         self.model: str | None = cfg.model
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if t0 is None else t0  # the run's start (perf_counter)
         self._errors = 0
         self._level_n = self._level_err = 0
         self.levels_run: dict[str, Level] = {}  # every level started, by label, in order
         self.knees = (
             None if cfg.sweep is None else KneeSweep(cfg.sweep, [n for n, _ in cfg.targets])
         )
+        self._post_headers: dict[str, str] | None = None
 
     # ---------------------------------------------------------------- run
     async def run(self) -> list[LevelSummary]:
@@ -197,6 +215,10 @@ class BenchRunner:
         if self.stop_reason is not None or summary.goodput is None:
             return None  # cut short: its outcome does not count
         return summary.goodput.meets_slo
+
+    def new_id(self) -> int:
+        """The next request number of the run (records are numbered as they finish)."""
+        return next(self._ids)
 
     def stop(self, reason: str) -> None:
         """Send no more requests; the first reason given is kept."""
@@ -269,10 +291,18 @@ class BenchRunner:
         metrics_urls = list(self.cfg.metrics_urls or (url.rstrip("/") + "/metrics",))
         before = await self._scrape(metrics_urls) if self.cfg.scrape_metrics else None
         start = len(self.records)
-        if level.rate is not None or level.time_scale is not None:
-            await self._open_loop(target, url, level)
+        if self.pool is not None:
+            await self.pool.run_level(self, target, url, level)
+        elif level.rate is not None or level.time_scale is not None:
+            indices, times = self.timed_work(level)
+            await self.open_loop(
+                target, url, level, indices, times, level.concurrency, time.perf_counter()
+            )
         else:
-            await self._closed_loop(target, url, level)
+            n = level.requests or len(self.prompts)
+            await self.closed_loop(
+                target, url, level, range(n), level.concurrency or 1, time.perf_counter()
+            )
         recs = self.records[start:]
         acceptance: SpecAcceptance | None = None
         if before is not None:
@@ -311,10 +341,6 @@ class BenchRunner:
         return out
 
     # ---------------------------------------------------------------- load shapes
-    def _work(self, level: Level) -> Iterator[tuple[int, Prompt]]:
-        n = len(self.prompts)
-        return ((i, self.prompts[i % n]) for i in range(level.requests or n))
-
     def _schedule(self, level: Level) -> list[float]:
         """Send times (s after the level starts): the trace's, scaled, or gamma arrivals."""
         n = level.requests or len(self.prompts)
@@ -327,31 +353,59 @@ class BenchRunner:
         rng = np.random.default_rng(self.cfg.seed)
         return [float(t) for t in arrival_times(rng, n, level.rate, self.cfg.burstiness)]
 
-    async def _closed_loop(self, target: str, url: str, level: Level) -> None:
-        work = self._work(level)
-        deadline = (
-            None if self.cfg.duration_s is None else time.perf_counter() + self.cfg.duration_s
-        )
+    def timed_work(self, level: Level) -> tuple[list[int], list[float]]:
+        """An open loop's requests and their send times (s after the level starts), drawn once:
+        those within ``duration_s``."""
+        times = self._schedule(level)
+        if self.cfg.duration_s is not None:
+            end = next((i for i, t in enumerate(times) if t > self.cfg.duration_s), len(times))
+            times = times[:end]
+        return list(range(len(times))), times
 
-        async def worker() -> None:
-            for i, p in work:
+    async def closed_loop(
+        self,
+        target: str,
+        url: str,
+        level: Level,
+        indices: Iterable[int],
+        users: int,
+        start: float,
+    ) -> None:
+        """``users`` users, each sending the next of ``indices`` when its last request ends;
+        ``duration_s`` counts from ``start`` (perf_counter)."""
+        work = iter(indices)
+        n = len(self.prompts)
+        deadline = None if self.cfg.duration_s is None else start + self.cfg.duration_s
+
+        async def user() -> None:
+            for i in work:
                 if self.stopping or (deadline is not None and time.perf_counter() > deadline):
                     return
-                await self._request(target, url, level, i, p)
+                await self._request(target, url, level, i, self.prompts[i % n])
 
-        await asyncio.gather(*(worker() for _ in range(level.concurrency or 1)))
+        await asyncio.gather(*(user() for _ in range(users)))
 
-    async def _open_loop(self, target: str, url: str, level: Level) -> None:
-        sem = asyncio.Semaphore(level.concurrency) if level.concurrency else None
-        start = time.perf_counter()
+    async def open_loop(
+        self,
+        target: str,
+        url: str,
+        level: Level,
+        indices: Sequence[int],
+        times: Sequence[float],
+        cap: int | None,
+        start: float,
+    ) -> None:
+        """Send request ``indices[j]`` at ``start + times[j]`` (perf_counter), at most ``cap`` in
+        flight."""
+        sem = asyncio.Semaphore(cap) if cap else None
+        n = len(self.prompts)
         tasks = []
-        for (i, p), t in zip(self._work(level), self._schedule(level), strict=True):
-            if self.cfg.duration_s is not None and t > self.cfg.duration_s:
-                break
+        for i, t in zip(indices, times, strict=True):
             await _sleep_until(start + t)
             if self.stopping:
                 break
             due = start + t - self._t0
+            p = self.prompts[i % n]
             tasks.append(asyncio.create_task(self._bounded(sem, target, url, level, i, p, due)))
         await asyncio.gather(*tasks)
 
@@ -394,12 +448,18 @@ class BenchRunner:
             body["ignore_eos"] = True
         if p.cls is not None and self.cfg.send_class:
             body["alphagate_class"] = p.cls
+        if self.cfg.save_text:
+            body["return_token_ids"] = True  # vLLM's extension; other servers ignore it
         return body
 
     async def _request(
         self, target: str, url: str, level: Level, index: int, p: Prompt, due: float | None = None
     ) -> None:
-        rec = await self.one(target, url, level.label, index, p, scheduled_s=due)
+        self.take(await self.one(target, url, level.label, index, p, scheduled_s=due))
+
+    def take(self, rec: RequestRecord) -> None:
+        """A finished request, from this process or a worker: kept, counted against the limits,
+        handed to ``sink`` and ``on_record``."""
         self.records.append(rec)
         self._level_n += 1
         self._level_err += 0 if rec.ok else 1
@@ -423,7 +483,9 @@ class BenchRunner:
         scheduled_s: float | None = None,
     ) -> RequestRecord:
         """Send one streamed request and measure it; failures come back as records, not raises."""
-        state = ReplyStream()
+        state = ReplyStream(
+            time.time() if self.cfg.probe_send_time else None, keep_text=self.cfg.save_text
+        )
         send = time.perf_counter()
         watchdog = _Watchdog(self.cfg.timeout_s)
         try:
@@ -446,7 +508,7 @@ class BenchRunner:
         tokens, source = state.chunk_tokens()
         return RequestRecord(
             run_id=self.run_id,
-            id=next(self._ids),
+            id=self.new_id(),
             target=target,
             level=level,
             cls=p.cls,
@@ -462,6 +524,8 @@ class BenchRunner:
             error_type=None if err is None else err[0],
             error_message=None if err is None else err[1],
             warmup=index < self.cfg.warmup,
+            delivery_s=state.delivery if self.cfg.probe_send_time else None,
+            text=None if state.kept is None else _saved_text(self._payload(p), state.kept),
         )
 
     async def _exchange(
@@ -470,10 +534,12 @@ class BenchRunner:
         """POST the request and read its stream into ``state``; returns a failure or None."""
         path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s)
+        if self._post_headers is None:
+            self._post_headers = {**_headers(self.cfg), "Content-Type": "application/json"}
         async with self.session.post(
             url.rstrip("/") + path,
-            json=self._payload(p),
-            headers=_headers(self.cfg),
+            data=orjson.dumps(self._payload(p)),
+            headers=self._post_headers,
             timeout=timeout,
         ) as resp:
             if resp.status >= 400:
@@ -495,6 +561,19 @@ class BenchRunner:
 #: an open-loop send sleeps until this long before its time and yields to the loop for the rest:
 #: the median send lag falls from ~0.7 ms to ~0.03 ms for ~0.35 ms of client CPU per request
 _SPIN_S = 0.001
+
+
+def _saved_text(body: dict[str, Any], kept: dict[str, Any]) -> RequestText:
+    """``--save-text``: the request as sent and the output as streamed."""
+    return RequestText(
+        prompt=body.get("prompt"),
+        messages=body.get("messages"),
+        prompt_token_ids=kept["prompt_ids"],
+        output="".join(kept["text"]),
+        output_token_ids=kept["ids"] or None,
+        finish_reason=kept["finish"],
+        temperature=float(body.get("temperature", 0.0)),
+    )
 
 
 async def _sleep_until(t: float) -> None:

@@ -244,6 +244,37 @@ def bench_cmd(
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="No live display (CI logs).")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=256,
+            help="Send the load from N worker processes, each with its own event loop and HTTP "
+            "session, so that the chunks of one engine step are read by N loops (thousands of "
+            "streams; use at most one per free core). Open-loop arrivals are drawn once and dealt "
+            "round-robin; a closed loop's concurrency is divided. One requests.jsonl, one "
+            "summary, one display; a worker that dies is reported (exit 1) and its completed "
+            "records are kept.",
+        ),
+    ] = 1,
+    save_text: Annotated[
+        bool,
+        typer.Option(
+            "--save-text",
+            help="Keep each request's prompt and output (text, and token ids from vLLM's "
+            "return_token_ids) in requests.jsonl: a run against the baseline server becomes the "
+            "log `alphagate measure offline --log` reads.",
+        ),
+    ] = False,
+    probe_send_time: Annotated[
+        bool,
+        typer.Option(
+            "--probe-send-time",
+            hidden=True,
+            help="Record each chunk's delivery delay from a twin run with --emit-send-time.",
+        ),
+    ] = False,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -304,6 +335,8 @@ def bench_cmd(
         max_duration_s=max_duration,
         slo=the_slo,
         sweep=the_sweep,
+        probe_send_time=probe_send_time,
+        save_text=save_text,
     )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     records = RecordsFile(out_dir / "requests.jsonl", "--out")
@@ -320,7 +353,15 @@ def bench_cmd(
             kept.append(rec)
 
     with records, sigterm_as_interrupt():
-        result = _run(cfg, prompts, run_id, sink, problems, quiet=fmt != "table" or no_progress)
+        result = _run(
+            cfg,
+            prompts,
+            run_id,
+            sink,
+            problems,
+            quiet=fmt != "table" or no_progress,
+            workers=workers,
+        )
     result = result.model_copy(update={"records_file": str(records.path)})
     written = _write_summaries(result, out_dir)
     if fmt == "csv":
@@ -469,44 +510,48 @@ def _run(
     problems: list[str],
     *,
     quiet: bool,
+    workers: int = 1,
 ) -> BenchResult:
     from alphagate.bench.progress import LiveStats
     from alphagate.bench.run import run_bench
     from alphagate.report.bench import progress_line
 
     if quiet:
-        result = run_bench(cfg, prompts, run_id=run_id, sink=sink, dataset_problems=problems)
+        result = run_bench(
+            cfg, prompts, run_id=run_id, sink=sink, dataset_problems=problems, workers=workers
+        )
     else:
         from rich.live import Live
+        from rich.table import Table
 
         # a sweep's levels send different numbers of requests
         total = None if cfg.sweep is not None else len(prompts)
         stats = LiveStats(len(prompts))
-        with Live(console=console, refresh_per_second=4, transient=True) as live:
 
-            def on_record(rec: RequestRecord) -> None:
-                stats.add(rec)
-                live.update(
-                    progress_line(
-                        stats.level,
-                        stats.target,
-                        stats.done,
-                        stats.failed,
-                        stats.tokens_per_s,
-                        stats.p99_itl_per_token_ms,
-                        total,
-                    ),
-                    refresh=False,
-                )
+        def line() -> Table:  # called by the display's thread at each refresh, not per record
+            now = stats.snapshot()
+            return progress_line(
+                now.level,
+                now.target,
+                now.done,
+                now.failed,
+                now.tokens_per_s,
+                now.p99_itl_per_token_ms,
+                total,
+            )
 
+        with Live(console=console, refresh_per_second=4, transient=True, get_renderable=line):
             result = run_bench(
                 cfg,
                 prompts,
                 run_id=run_id,
                 sink=sink,
-                on_record=on_record,
+                on_record=stats.add,
                 dataset_problems=problems,
+                workers=workers,
             )
+    for why in result.worker_failures:
+        err_console.print(f"[red]bench worker: {why}[/red]")
     total, _ = result.requests
     if result.interrupted:
         err_console.print(
