@@ -185,10 +185,13 @@ def test_cli_point_values_from_vllm_bench_serve(cli: Cli, tmp_path: Path) -> Non
 
     base = result("base.json", 20.0, 25.0)
     cand = result("cand.json", 12.0, 40.0)
-    d = cli.json(
-        "gate", "--min-tpot-speedup", "1.5", "--min-itl-per-token-p99-speedup", "0.9",
-        "--vllm-baseline", str(base), "--vllm-candidate", str(cand), exit_code=3,
-    )  # fmt: skip
+    args = ["gate", "--min-tpot-speedup", "1.5", "--min-itl-per-token-p99-speedup", "0.9",
+            "--vllm-baseline", str(base), "--vllm-candidate", str(cand)]  # fmt: skip
+    # a summary's mean has no interval: not enough evidence, unless asked to judge it as it is
+    d = cli.json(*args, exit_code=3)
+    assert d["results"][0]["result"] == "insufficient"
+    assert "--allow-point-estimates" in d["results"][0]["why"]
+    d = cli.json(*args, "--allow-point-estimates", exit_code=3)
     tpot, itl = d["results"]
     assert tpot["result"] == "pass" and tpot["value"] == pytest.approx(20 / 12)
     assert "point estimate" in tpot["why"]
@@ -283,3 +286,59 @@ def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_
         exit_code=3,
     )  # fmt: skip
     assert "--slo" in d["results"][0]["why"]
+
+
+def test_evidence_must_be_of_what_the_rule_names(cli: Cli, tmp_path: Path) -> None:
+    """A per-class rule needs a measurement of that class; a rule at concurrency C an A/B at C;
+    two measurements of the same traffic are refused; a rules file's sample minimums hold."""
+    from alphagate.gate.evidence import ABSide
+
+    good = _measure_file(tmp_path / "good.json", 0.7, 5000)
+    ev = Evidence()
+    ev.add_acceptance(None, _acc(0.7, 5000), "all")
+    g = evaluate(RuleSet(rules=[Rule(metric="alpha", threshold=0.5, cls="code")]), ev)
+    assert g.decision == "insufficient" and "no measurement of class code" in g.results[0].why
+    rng = np.random.default_rng(0)
+    ev.add_side("baseline", 8, ABSide("baseline", _records(200, 0.02, 20, rng), None))
+    ev.add_side("candidate", 8, ABSide("candidate", _records(200, 0.01, 20, rng), None))
+    g = evaluate(RuleSet(rules=[Rule(metric="tpot_speedup", threshold=1.1, concurrency=64)]), ev)
+    assert g.decision == "insufficient" and "no A/B at concurrency 64" in g.results[0].why
+    g = evaluate(RuleSet(rules=[Rule(metric="tpot_speedup", threshold=1.1, concurrency=8)]), ev)
+    assert g.decision == "pass"
+
+    low = _measure_file(tmp_path / "low.json", 0.3, 5000)
+    r = cli.run("gate", "--min-alpha", "0.5", "--measure", str(low), "--measure", str(good))
+    assert r.exit_code == 2 and "two measurements of all traffic" in r.output
+
+    rules = tmp_path / "strict.json"
+    rules.write_text(
+        json.dumps({"rules": [{"metric": "alpha", "threshold": 0.5}], "min_drafts": 10**6})
+    )
+    r = cli.run("gate", "--rules", str(rules), "--measure", str(good))
+    assert r.exit_code == 3 and "5,000 drafts < the 1,000,000 needed" in r.output
+    rules.write_text(json.dumps({"rules": [{"metric": "alpha", "threshold": 5}]}))
+    r = cli.run("gate", "--rules", str(rules), "--measure", str(good))
+    assert r.exit_code == 2 and "[0, 1]" in r.output
+
+
+def test_class_names_show_in_the_table(cli: Cli, tmp_path: Path) -> None:
+    m = MeasureResult(
+        verb="measure live", source="t", overall=_acc(0.7, 5000), classes={"chat": _acc(0.7, 5000)}
+    )
+    (tmp_path / "m.json").write_text(json.dumps(m.payload()))
+    r = cli.run(
+        "gate", "--min-alpha", "0.5", "--class", "chat", "--measure", str(tmp_path / "m.json")
+    )
+    assert r.exit_code == 0 and "α [chat] ≥ 0.5" in r.output
+
+
+def test_live_sources_that_cannot_work_are_exit_2(cli: Cli) -> None:
+    for args, needle in (
+        (["--prometheus", "notaurl"], "http(s) URL"),
+        (["--prometheus", "http://[::1"], "http(s) URL"),
+        (["--prometheus", "http://127.0.0.1:9", "--selector", 'model_name="x"'], "label selector"),
+        (["--url", "http://127.0.0.1:9", "--url", "http://127.0.0.1:9/metrics"], "twice"),
+    ):
+        r = cli.run("gate", "--min-alpha", "0.5", *args, "--window", "2s")
+        assert r.exit_code == 2, (args, r.output)
+        assert needle in r.output and "Traceback" not in r.output, (args, r.output)

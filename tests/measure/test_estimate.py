@@ -52,3 +52,81 @@ def test_intervals_cover_the_truth(alpha: float, k: int) -> None:
         misses["a1"] += not (ci.low <= alpha <= ci.high)  # type: ignore[union-attr]
     assert all(m <= 40 for m in misses.values()), misses
     assert all(m >= 3 for m in misses.values()), misses  # not vacuously wide either
+
+
+def _window(
+    rng: np.random.Generator, alphas: list[float], steps: int, k: int
+) -> tuple[float, float, list[float]]:
+    """One request per α, ``steps`` speculative steps each: (drafts, accepted, per position)."""
+    acc, per = 0.0, np.zeros(k)
+    for a in alphas:
+        thr = np.cumprod(np.full(k, a))[None, :]
+        x = accepted_drafts(rng.random(steps), thr, np.zeros(steps, dtype=np.int64))
+        acc += float(x.sum())
+        per += accepted_per_position(acceptance_histogram(x, k))
+    return float(len(alphas) * steps), acc, [float(v) for v in per]
+
+
+def test_batches_keep_the_interval_honest_for_mixed_traffic() -> None:
+    """70% chat (α 0.7) and 30% code (α 0.4) requests, 40 requests of 50 steps in a window seen
+    as 10 batches of 4 requests. Steps of one request share its α, so independent-steps intervals
+    are far too narrow; the cluster-robust interval over batches (Student's t, 9 degrees of
+    freedom) must cover the true mixture ρ in ≈ 95% of 300 windows: misses ~ Binomial(300, 0.05),
+    mean 15, sd 3.8, and 270 covered (30 misses) is 4 sd out. The independent-steps interval covers
+    about half of them (148 of 300 with this seed)."""
+    rng = np.random.default_rng(11)
+    k, per_batch, steps = 3, 4, 50
+    rho = {a: float(theory.draft_acceptance_rate(a, k)) for a in (0.7, 0.4)}
+    covered = {"batches": 0, "independent": 0}
+    for _ in range(300):
+        batches, drafts, accepted, per = [], 0.0, 0.0, np.zeros(k)
+        tokens_true = 0.0
+        for _b in range(10):
+            alphas = [0.7 if rng.random() < 0.7 else 0.4 for _ in range(per_batch)]
+            d, a, p = _window(rng, alphas, steps, k)
+            batches.append((d, d * k, a))
+            drafts, accepted, per = drafts + d, accepted + a, per + np.asarray(p)
+            tokens_true += sum(rho[x] for x in alphas) * steps * k
+        truth = 0.7 * rho[0.7] + 0.3 * rho[0.4]  # the mixture's ρ, what a gate should judge
+        for name, b in (("batches", batches), ("independent", None)):
+            e = estimate(drafts, drafts * k, accepted, [float(v) for v in per], batches=b)
+            ci = e.draft_acceptance_rate_ci
+            assert ci is not None
+            covered[name] += ci.low <= truth <= ci.high
+        assert e.interval_basis == "independent steps"
+    assert covered["batches"] >= 270, covered
+    assert covered["independent"] < covered["batches"], covered
+
+
+def test_counts_no_decoder_produces_are_refused() -> None:
+    with pytest.raises(ValueError, match="exceed"):
+        estimate(100, 300, 400, [100, 100, 100])  # more accepted than drafted
+    with pytest.raises(ValueError, match="must not grow"):
+        estimate(100, 300, 150, [40, 60, 50])
+    with pytest.raises(ValueError, match="drafts exceed"):
+        estimate(500, 300, 100, [])
+    with pytest.raises(ValueError, match="below the K the counts show"):
+        estimate(100, 300, 150, [70, 50, 30], k=1)  # ρ would come out as α
+
+
+def test_short_drafts_give_alpha_from_the_first_position() -> None:
+    """K by batch size (6 at small batches, 2 at large) or an n-gram proposer: drafts propose
+    fewer than K tokens, so ρ mixes lengths; α is the first position's acceptance."""
+    rng = np.random.default_rng(3)
+    alpha, n = 0.5, 20_000
+    ks = rng.choice([6, 2], size=n)
+    acc = np.zeros(n, dtype=np.int64)
+    for k in (6, 2):
+        m = ks == k
+        thr = np.cumprod(np.full(k, alpha))[None, :]
+        acc[m] = accepted_drafts(
+            rng.random(int(m.sum())), thr, np.zeros(int(m.sum()), dtype=np.int64)
+        )
+    per = [float((acc > i).sum()) for i in range(6)]
+    e = estimate(float(n), float(ks.sum()), float(acc.sum()), per)
+    assert e.k == 6
+    assert e.alpha_iid == pytest.approx(per[0] / n)
+    assert e.alpha_iid_ci is not None and e.alpha_iid_ci.low <= alpha <= e.alpha_iid_ci.high
+    # inverting ρ at K = 6 would have said otherwise
+    wrong = float(theory.alpha_from_draft_acceptance_rate(e.draft_acceptance_rate, 6))  # type: ignore[arg-type]
+    assert abs(wrong - alpha) > 0.05

@@ -138,3 +138,37 @@ def test_cli_writes_what_plan_and_gate_read(cli: Cli, tmp_path: Path) -> None:
     )
     assert plan["classes"][0]["alpha_source"] == "measured"
     assert abs(plan["classes"][0]["alpha"] - ALPHA) < 0.06
+
+
+def test_a_sliding_window_sees_a_late_drop() -> None:
+    """Watching a canary, the gate judges the last --window of scrapes: after the traffic moves
+    from α 0.8 to α 0.2, the window's α is the new one while everything-since-start is a blend."""
+    import asyncio
+    import time
+
+    from alphagate.measure.live import LiveWindow
+
+    cfg = CFG.model_copy(
+        update={
+            "workload": WorkloadConfig(
+                classes=(
+                    TrafficClass(name="chat", share=0.5, alpha=0.8),
+                    TrafficClass(name="code", share=0.5, alpha=0.2),
+                )
+            )
+        }
+    )
+    with twin(cfg) as (url, _):
+        win = LiveWindow(LiveConfig(urls=(url,), interval_s=0.2))
+        asyncio.run(win.scrape())
+        for cls in ("chat", "code"):
+            with traffic(url, cls=cls):
+                for _ in range(8):
+                    time.sleep(0.25)
+                    asyncio.run(win.scrape())
+    recent = win.result(window_s=1.0).overall
+    whole = win.result().overall
+    assert recent is not None and whole is not None
+    assert recent.alpha_iid == pytest.approx(0.2, abs=0.05)
+    assert 0.3 < (whole.alpha_iid or 0) < 0.75
+    assert whole.interval_basis.endswith("batches (cluster-robust)")  # one batch per scrape

@@ -108,3 +108,23 @@ def test_the_number_of_drafts_is_recovered_from_the_printed_figures(
     lo, hi = p.drafts_range()
     assert lo <= drafts <= hi
     assert lo <= p.drafts <= hi
+
+
+def test_impossible_lines_and_contradicting_flags(cli: Cli, tmp_path: Path) -> None:
+    good = _vllm_line(200, [120, 60, 20], 600)
+    bad = _vllm_line(200, [120, 60, 20], 600).replace(
+        "Accepted: 200 tokens", "Accepted: 900 tokens"
+    )
+    log = tmp_path / "v.log"
+    log.write_text(good + "\n" + bad + "\n" + good + "\n")
+    d = cli.json("measure", "logs", str(log))
+    assert d["overall"]["num_drafts"] == 400 and d["overall"]["draft_acceptance_rate"] <= 1.0
+    assert any("impossible figures" in n and "lines 2" in n for n in d["notes"])
+    r = cli.run("measure", "logs", str(log), "--k", "2")
+    assert r.exit_code == 2 and "K = 3" in r.output
+    r = cli.run("measure", "logs", str(LOG), "--since", "11-30 13:38", "--until", "11-30 13:37")
+    assert r.exit_code == 2 and "after --until" in r.output
+    # each line covers the interval before it: lines at 13:37:02, :04, :42, :44 (logged every
+    # 2 s) span 42 s, plus the median spacing of 2 s for the first line's own interval
+    d = cli.json("measure", "logs", str(LOG))
+    assert d["window_s"] == 44

@@ -76,3 +76,64 @@ def test_no_spec_metrics_and_sglang_gauge() -> None:
         '# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{tp_rank="0"} 2.5\nsglang:spec_accept_length{tp_rank="1"} 2.7\n'
     )
     assert spec_delta([sg], [sg]).sglang_accept_length == pytest.approx(2.6)
+
+
+def test_a_restart_resets_every_counter_of_its_series_only() -> None:
+    """Engine 0 restarts (its counters drop) while engine 1 grows: engine 0 counts from zero —
+    all its counters, not just those that went down — and engine 1 by its increase."""
+    from alphagate.measure.prom import CounterWindow, acceptance_of
+
+    w = CounterWindow()
+    w.add(
+        parse_spec_counters(
+            _exposition({"0": (1000, 3000, 300, [200, 70, 30]), "1": (0, 0, 0, [0, 0, 0])})
+        )
+    )
+    # engine 0: drafts went down (restart) but accepted went up — a per-counter check would
+    # count +900 accepted on top of 500 drafts (ρ 0.6 where the truth is 0.8)
+    w.add(
+        parse_spec_counters(
+            _exposition(
+                {"0": (500, 1500, 1200, [500, 400, 300]), "1": (100, 300, 150, [80, 50, 20])}
+            )
+        )
+    )
+    a = acceptance_of([w])
+    assert a.counter_reset
+    assert a.num_drafts == 500 + 100 and a.num_accepted_tokens == 1200 + 150
+    assert a.draft_acceptance_rate == pytest.approx(1350 / 1800)
+
+
+def test_an_engine_that_appears_counts_from_its_start_and_one_that_leaves_stops() -> None:
+    from alphagate.measure.prom import CounterWindow, acceptance_of
+
+    w = CounterWindow()
+    w.add(
+        parse_spec_counters(
+            _exposition({"0": (1_000_000, 3_000_000, 1_500_000, [800_000, 500_000, 200_000])})
+        )
+    )
+    w.add(
+        parse_spec_counters(
+            _exposition(
+                {
+                    "0": (1_000_100, 3_000_300, 1_500_150, [800_080, 500_050, 200_020]),
+                    "1": (40, 120, 60, [30, 20, 10]),
+                }
+            )
+        )
+    )
+    w.add(parse_spec_counters(_exposition({"1": (90, 270, 130, [70, 40, 20])})))  # engine 0 gone
+    a = acceptance_of([w])
+    assert a.num_drafts == 100 + 40 + 50 and not a.counter_reset
+    assert len(w.batches) == 2 and w.batches[0][0] == 140 and w.batches[1][0] == 50
+
+
+def test_values_that_are_not_counters_are_refused() -> None:
+    for bad in ("NaN", "+Inf", "-3"):
+        text = (
+            "# TYPE vllm:spec_decode_num_drafts counter\n"
+            f'vllm:spec_decode_num_drafts_total{{engine="0"}} {bad}\n'
+        )
+        with pytest.raises(ValueError, match="not a counter value"):
+            parse_spec_counters(text)

@@ -106,6 +106,8 @@ def test_logged_generate_responses_give_counts(cli: Cli, tmp_path: Path) -> None
         float(theory.alpha_from_draft_acceptance_rate((n / ct - 1) / 3, 3))
     )
     assert o["mean_acceptance_length_ci"] is not None
+    r = cli.run("measure", "logs", str(log), "--k", "1")  # τ ≈ 2.5 cannot come from K = 1
+    assert r.exit_code == 2 and "--speculative-num-steps" in r.output
     d = cli.json("measure", "logs", str(log))  # without K: τ, and a note asking for K
     assert d["overall"]["draft_acceptance_rate"] is None
     assert any("--k" in x for x in d["notes"])

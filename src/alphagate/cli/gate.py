@@ -58,10 +58,10 @@ def _evaluate_once(
         ev = files.load()
         if live is not None:
             live.add_to(ev, watching)
+    except MeasureError as exc:  # a ConfigError too: caught first
+        fail(str(exc), live.flag if live is not None else "--url")
     except ConfigError as exc:
         config_error(exc, "--measure/--bench/--baseline/--candidate")
-    except MeasureError as exc:
-        fail(str(exc), "--prometheus" if live is not None and live.prometheus else "--url")
     if not ev.sources and not ev.acceptance and live is None:
         fail(
             "no evidence: give --measure, --bench, --baseline/--candidate, --url or --prometheus",
@@ -189,11 +189,30 @@ def gate_cmd(
         typer.Option("--concurrency", min=1, help="The bench level the A/B flags judge."),
     ] = None,
     min_drafts: Annotated[
-        int, typer.Option("--min-drafts", min=1, help="Drafts an acceptance rule needs.")
-    ] = 2000,
+        int | None,
+        typer.Option(
+            "--min-drafts",
+            min=1,
+            help="Drafts an acceptance rule needs (default 2,000, or the rules file's; the larger "
+            "of the two when both are given).",
+        ),
+    ] = None,
     min_requests: Annotated[
-        int, typer.Option("--min-requests", min=1, help="Requests per side an A/B rule needs.")
-    ] = 100,
+        int | None,
+        typer.Option(
+            "--min-requests",
+            min=1,
+            help="Requests per side an A/B rule needs (default 100, or the rules file's).",
+        ),
+    ] = None,
+    allow_point_estimates: Annotated[
+        bool,
+        typer.Option(
+            "--allow-point-estimates",
+            help="Judge values that come without an interval (vllm bench serve summaries) as "
+            "they are; by default they are not enough evidence.",
+        ),
+    ] = False,
     measure: Annotated[
         list[Path] | None, typer.Option("--measure", help="alphagate measure results JSON.")
     ] = None,
@@ -225,7 +244,13 @@ def gate_cmd(
         str, typer.Option("--selector", help="With --prometheus: label matchers.")
     ] = "",
     window: Annotated[
-        str, typer.Option("--window", help="Live: the acceptance window (90s, 10m, 1h).")
+        str,
+        typer.Option(
+            "--window",
+            help="Live: the acceptance window (90s, 10m, 1h) — the range of the Prometheus query; "
+            "with --url --watch, the sliding window of scrapes judged at each evaluation; with "
+            "--url once, the longest the measurement waits for --min-drafts.",
+        ),
     ] = "10m",
     watch: Annotated[
         bool,
@@ -255,6 +280,8 @@ def gate_cmd(
     """Judge rules (from flags, --rules or --plan) on evidence (measure results, bench A/B
     summaries, vllm bench serve JSON, or live metrics) and exit 0 pass, 1 fail, 3 not enough
     evidence yet (never a pass), 2 bad input."""
+    from pydantic import ValidationError
+
     from alphagate.core.errors import ConfigError
     from alphagate.gate import RuleSet, load_rules, rules_from_plan
     from alphagate.gate.sources import EvidenceFiles, LiveSource, flag_rules
@@ -286,8 +313,20 @@ def gate_cmd(
     all_rules = [*(base.rules if base else []), *from_plan, *flagged]
     if not all_rules:
         fail("no rules: give --plan, --rules or a --min-…/--max-… flag", "--plan")
-    rs = RuleSet(rules=all_rules, min_drafts=min_drafts, min_requests=min_requests)
-    live = LiveSource(url or [], prometheus, selector, window_s, rs) if url or prometheus else None
+    rs = RuleSet(
+        rules=all_rules,
+        min_drafts=max(min_drafts or 0, base.min_drafts if base else 0) or 2000,
+        min_requests=max(min_requests or 0, base.min_requests if base else 0) or 100,
+        allow_point_estimates=allow_point_estimates,
+    )
+    try:
+        live = (
+            LiveSource(url or [], prometheus, selector, window_s, rs) if url or prometheus else None
+        )
+    except ValidationError as exc:
+        config_error(exc, "--prometheus/--selector/--url")
+    except MeasureError as exc:
+        fail(str(exc), "--url")
     if watch and live is None:
         fail("--watch needs live evidence: --url or --prometheus", "--watch")
     files = EvidenceFiles(
@@ -299,7 +338,7 @@ def gate_cmd(
                 live.start()
             result = _loop(rs, files, live, watch, interval, duration)
     except MeasureError as exc:
-        fail(str(exc), "--url")
+        fail(str(exc), live.flag if live is not None else "--url")
     except _Interrupted as stop:
         if stop.result is not None:
             _show(stop.result, as_json, out)

@@ -44,7 +44,7 @@ KOpt = Annotated[
 def _finish(
     result: MeasureResult, as_json: bool, out: Path | None, min_drafts: int | None = None
 ) -> None:
-    from alphagate.report.measure import render_measure
+    from alphagate.report.measure import promql_lines, render_measure
 
     if out is not None:
         atomic_write_text(out, json_dumps(result.payload()) + "\n", "--out")
@@ -52,6 +52,8 @@ def _finish(
         print_json(result.payload())
     else:
         console.print(render_measure(result))
+        for line in promql_lines(result):
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
         if out is not None:
             console.print(f"results written to {out}")
     drafts = result.overall.num_drafts if result.overall else 0.0
@@ -211,6 +213,8 @@ def prometheus(
         fail(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), "--selector/--by")
     except MeasureError as exc:
         _measure_error(exc)
+    except OSError as exc:
+        fail(f"cannot read {exc.filename or 'the log'}: {exc.strerror or exc}", "FILES")
     _finish(result, as_json, out)
 
 
@@ -244,8 +248,8 @@ def logs(
     if out is not None:
         check_output_path(out, "--out", directory=False)
     for f in files:
-        if f != "-" and not Path(f).is_file():
-            fail(f"log file not found (or not a file): {f}", "FILES")
+        if f != "-" and (not Path(f).exists() or Path(f).is_dir()):
+            fail(f"log file not found (or a directory): {f}", "FILES")  # a FIFO is fine
 
     def lines() -> Iterator[str]:  # streamed: a log of days need not fit in memory
         for f in files:

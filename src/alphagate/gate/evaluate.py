@@ -3,7 +3,9 @@
 For a ``>=`` rule: pass when the 95% interval's lower bound clears the threshold, fail when its
 upper bound is below it, otherwise (the interval straddles it, or the sample is below the
 minimum) *insufficient*. ``<=`` rules mirror that. A value without an interval (a ``vllm bench
-serve`` summary) is judged on the point, and says so. Exit codes: 0 pass, 1 fail, 3 insufficient.
+serve`` summary) is insufficient unless the rule set allows point estimates; a per-class rule
+needs a measurement of that class, and a rule at concurrency C an A/B at C. Exit codes: 0 pass,
+1 fail, 3 insufficient.
 """
 
 from __future__ import annotations
@@ -59,13 +61,18 @@ def _acceptance_value(metric: str, est: AcceptanceEstimate) -> Value:
     )
 
 
-def _judge(rule: Rule, v: Value, minimum: int) -> tuple[Outcome, str]:
+def _judge(rule: Rule, v: Value, minimum: int, allow_point: bool) -> tuple[Outcome, str]:
     if v.value is None:
         return "insufficient", v.missing or "no value: the evidence does not contain this quantity"
     if v.n < minimum:
         return "insufficient", f"{v.n:,.0f} {v.unit} < the {minimum:,} needed to decide"
+    if v.interval is None and not allow_point:
+        return "insufficient", (
+            f"a point estimate ({v.value:.4g}) with no interval to bound it; "
+            "--allow-point-estimates judges it as it is"
+        )
     lo, hi = (v.interval.low, v.interval.high) if v.interval else (v.value, v.value)
-    note = "" if v.interval else " (a point estimate: no per-request records to bound it)"
+    note = "" if v.interval else " (a point estimate, judged as it is)"
     if rule.op == ">=":
         if lo >= rule.threshold:
             return "pass", f"the 95% interval is above {rule.threshold:.4g}{note}"
@@ -79,25 +86,39 @@ def _judge(rule: Rule, v: Value, minimum: int) -> tuple[Outcome, str]:
     return "insufficient", f"the 95% interval [{lo:.3g}, {hi:.3g}] straddles {rule.threshold:.4g}"
 
 
-def _evidence_for(rule: Rule, ev: Evidence, rs: RuleSet) -> tuple[Value, str, int] | None:
+def _levels(keys: list[int | None]) -> str:
+    return ", ".join(f"c{c}" if c is not None else "open loop" for c in keys)
+
+
+def _evidence_for(rule: Rule, ev: Evidence, rs: RuleSet) -> tuple[Value, str, int] | str:
+    """The value a rule is judged on, or why there is none."""
     if rule.metric in ACCEPTANCE_METRICS:
-        est = ev.acceptance.get(rule.cls) or (ev.acceptance.get(None) if rule.cls else None)
+        est = ev.acceptance.get(rule.cls)
+        if est is None and rule.cls is not None and None in ev.acceptance:
+            return (
+                f"no measurement of class {rule.cls}, only of all traffic: measure the class on "
+                "its own (bench its prompts in a run of their own, or measure offline)"
+            )
         if est is None:
-            return None
-        src = ev.acceptance_source.get(rule.cls) or ev.acceptance_source.get(None, "")
-        if rule.cls and rule.cls not in ev.acceptance:
-            src += " — all traffic: no per-class measurement"
-        return _acceptance_value(rule.metric, est), src, rs.min_drafts
+            return "no acceptance evidence was given for it"
+        return _acceptance_value(rule.metric, est), ev.acceptance_source[rule.cls], rs.min_drafts
     pairs = ev.ab
-    key = (
-        rule.concurrency
-        if rule.concurrency in pairs
-        else (next(iter(pairs)) if len(pairs) == 1 else None)
-    )
-    if key not in pairs:
-        return None
+    if not pairs:
+        return "no baseline vs candidate evidence was given for it"
+    if rule.concurrency is not None:
+        if rule.concurrency not in pairs:
+            return (
+                f"no A/B at concurrency {rule.concurrency} (the A/B ran at "
+                f"{_levels(list(pairs))}): a speedup at another load says little about this one"
+            )
+        key: int | None = rule.concurrency
+    elif len(pairs) == 1:
+        key = next(iter(pairs))
+    else:
+        return f"several A/B levels ({_levels(list(pairs))}): give --concurrency"
     base, cand = pairs[key]
-    return ab_value(rule.metric, base, cand), f"A/B at concurrency {key}", rs.min_requests
+    where = f"A/B at concurrency {key}" if key is not None else "A/B (open loop)"
+    return ab_value(rule.metric, base, cand), where, rs.min_requests
 
 
 def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
@@ -105,8 +126,7 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
     results = []
     for rule in rs.rules:
         found = _evidence_for(rule, ev, rs)
-        if found is None:
-            kind = "acceptance" if rule.metric in ACCEPTANCE_METRICS else "baseline vs candidate"
+        if isinstance(found, str):
             results.append(
                 RuleResult(
                     rule=rule,
@@ -116,13 +136,13 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
                     sample_unit="",
                     margin=None,
                     result="insufficient",
-                    why=f"no {kind} evidence was given for it",
+                    why=found,
                     evidence="",
                 )
             )
             continue
         v, src, minimum = found
-        outcome, why = _judge(rule, v, minimum)
+        outcome, why = _judge(rule, v, minimum, rs.allow_point_estimates)
         margin = (
             None
             if v.value is None

@@ -57,29 +57,43 @@ class Evidence:
 
     acceptance: dict[str | None, AcceptanceEstimate] = field(default_factory=dict)  # None = all
     acceptance_source: dict[str | None, str] = field(default_factory=dict)
-    from_bench: set[str | None] = field(default_factory=set)  # acceptance read off a bench run
+    kind: dict[str | None, str] = field(default_factory=dict)  # "bench", "file" or "live"
     sides: dict[str, dict[int | None, ABSide]] = field(
         default_factory=lambda: {"baseline": {}, "candidate": {}}
     )
     sources: list[str] = field(default_factory=list)
 
     def add_acceptance(
-        self, cls: str | None, est: AcceptanceEstimate, source: str, *, bench: bool = False
+        self,
+        cls: str | None,
+        est: AcceptanceEstimate,
+        source: str,
+        *,
+        bench: bool = False,
+        live: bool = False,
     ) -> None:
-        """A measurement (measure result, live) replaces what a bench run's counters said; among
-        bench levels the one with the most drafts is kept."""
+        """Acceptance for ``cls`` (None: all traffic). Live evidence replaces any other; a
+        measure file replaces what a bench run's counters said (among bench levels the one with
+        the most drafts is kept); two measure files for the same traffic raise
+        :class:`ConfigError` — the gate would otherwise judge whichever came last."""
+        kind = "live" if live else "bench" if bench else "file"
+        old_kind = self.kind.get(cls)
         old = self.acceptance.get(cls)
-        if old is not None:
-            if bench and cls not in self.from_bench:
+        if old is not None and old_kind is not None:
+            rank = {"bench": 0, "file": 1, "live": 2}
+            if rank[kind] < rank[old_kind]:
                 return
-            if bench and old.num_drafts >= est.num_drafts:
+            if kind == old_kind == "bench" and old.num_drafts >= est.num_drafts:
                 return
+            if kind == old_kind == "file":
+                what = f"class {cls}" if cls else "all traffic"
+                raise ConfigError(
+                    f"two measurements of {what}: {self.acceptance_source[cls]} and {source}; "
+                    "give one (the gate would judge whichever came last)"
+                )
         self.acceptance[cls] = est
         self.acceptance_source[cls] = source
-        if bench:
-            self.from_bench.add(cls)
-        else:
-            self.from_bench.discard(cls)
+        self.kind[cls] = kind
 
     def add_side(self, role: str, concurrency: int | None, side: ABSide) -> None:
         self.sides[role][concurrency] = side

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import Frozen
@@ -47,6 +47,17 @@ LABELS = {
     "goodput_speedup": "goodput speedup",
     "error_rate": "error rate",
 }
+#: the values a threshold of each metric can take
+RANGES: dict[str, tuple[float, float]] = {
+    "draft_acceptance_rate": (0.0, 1.0),
+    "alpha": (0.0, 1.0),
+    "mean_acceptance_length": (1.0, 65.0),
+    "throughput_speedup": (0.0, 1000.0),
+    "tpot_speedup": (0.0, 1000.0),
+    "itl_per_token_p99_speedup": (0.0, 1000.0),
+    "goodput_speedup": (0.0, 1000.0),
+    "error_rate": (0.0, 1.0),
+}
 ACCEPTANCE_METRICS = ("draft_acceptance_rate", "alpha", "mean_acceptance_length")
 AB_METRICS = (
     "throughput_speedup",
@@ -67,6 +78,13 @@ class Rule(Frozen):
     concurrency: int | None = Field(default=None, ge=1, description="the bench level, c<N>")
     source: str = Field(default="flag", description="where the rule came from")
 
+    @model_validator(mode="after")
+    def _threshold_in_range(self) -> Rule:
+        lo, hi = RANGES[self.metric]
+        if not lo <= self.threshold <= hi:
+            raise ValueError(f"a {self.metric} threshold must lie in [{lo:g}, {hi:g}]")
+        return self
+
     def describe(self) -> str:
         """``α [chat] ≥ 0.2964``, ``TPOT speedup @c16 ≥ 1.05``."""
         scope = f" [{self.cls}]" if self.cls else ""
@@ -81,6 +99,10 @@ class RuleSet(Frozen):
     rules: list[Rule] = Field(min_length=1)
     min_drafts: int = Field(default=2000, ge=1, description="acceptance needs this many drafts")
     min_requests: int = Field(default=100, ge=1, description="an A/B needs this many per side")
+    allow_point_estimates: bool = Field(
+        default=False,
+        description="judge values without an interval (vllm bench serve summaries) as they are",
+    )
 
 
 def load_rules(path: Path) -> RuleSet:

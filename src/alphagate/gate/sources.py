@@ -83,26 +83,41 @@ class EvidenceFiles(NamedTuple):
 
 
 class LiveSource:
-    """Live acceptance: a Prometheus window, or replicas' ``/metrics``. Watching /metrics, the
-    counters accumulate from the first scrape (:meth:`start`); once, the window ends early as soon
-    as the rules have the drafts they need."""
+    """Live acceptance: a Prometheus window, or replicas' ``/metrics``. Checked when built
+    (``ValidationError`` / :class:`MeasureError`). Watching ``/metrics``, the counters are
+    scraped every evaluation and judged over the last ``window_s`` (a sliding window from the
+    scrape at or before its start); once, the window ends early as soon as the rules have the
+    drafts they need."""
 
     def __init__(
         self, urls: list[str], prometheus: str | None, selector: str, window_s: float, rs: RuleSet
     ) -> None:
-        self.prometheus, self.selector, self.window_s = prometheus, selector, window_s
-        self.cfg = LiveConfig(
-            urls=tuple(urls or ["-"]),
-            min_drafts=rs.min_drafts,
-            duration_s=window_s,
-            interval_s=min(2.0, window_s),
+        self.window_s = window_s
+        self.query = (
+            PrometheusQuery(url=prometheus, selector=selector, window_s=window_s)
+            if prometheus
+            else None
         )
-        self.window = LiveWindow(self.cfg) if urls else None
+        self.cfg = (
+            LiveConfig(
+                urls=tuple(urls),
+                min_drafts=rs.min_drafts,
+                duration_s=window_s,
+                interval_s=min(2.0, window_s),
+            )
+            if urls
+            else None
+        )
+        self.window = LiveWindow(self.cfg) if self.cfg is not None else None
 
     @property
     def accumulates(self) -> bool:
-        """True when evidence builds up from a first scrape (``/metrics``), not a query window."""
+        """True when evidence comes from scrapes taken here (``/metrics``), not a query."""
         return self.window is not None
+
+    @property
+    def flag(self) -> str:
+        return "--prometheus" if self.query is not None else "--url"
 
     def start(self) -> None:
         """The first scrape of every replica: the start of a watching window."""
@@ -112,15 +127,12 @@ class LiveSource:
     def measure(self, watching: bool) -> MeasureResult | None:
         """The acceptance now; None when the source has seen no drafts yet."""
         try:
-            if self.prometheus:
-                return measure_prometheus(
-                    PrometheusQuery(
-                        url=self.prometheus, selector=self.selector, window_s=self.window_s
-                    )
-                )
-            if watching and self.window is not None:
+            if self.query is not None:
+                return measure_prometheus(self.query)
+            assert self.cfg is not None and self.window is not None
+            if watching:
                 asyncio.run(self.window.scrape())
-                return self.window.result()
+                return self.window.result(window_s=self.window_s)
             return measure_live(self.cfg)
         except MeasureError as exc:
             if exc.exit_code == 2:
@@ -132,4 +144,4 @@ class LiveSource:
         m = self.measure(watching)
         if m is not None and m.overall is not None and m.overall.num_drafts > 0:
             window = f" over {m.window_s:,.0f} s" if m.window_s else ""
-            ev.add_acceptance(None, m.overall, m.source + window)
+            ev.add_acceptance(None, m.overall, m.source + window, live=True)

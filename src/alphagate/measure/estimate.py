@@ -11,10 +11,22 @@ h_j = c_{j−1} − c_j (c_{−1} = D, c_K = 0). So the counts determine:
     ρ = A / (K · D)                    (draft acceptance rate)
     α_i = c_i / c_{i−1}                (conditional acceptance at position i + 1)
 
-and their sampling error: τ's standard error is sd(a) / √D with sd(a) from the histogram; α_i is
-a binomial proportion over the c_{i−1} steps that reached position i + 1 (Wilson interval). Steps
-are treated as independent draws; steps of one request share its prompt, so the intervals are a
-little narrow for traffic with very few requests.
+and their sampling error. Treating steps as independent draws, τ's standard error is sd(a) / √D
+with sd(a) from the histogram, and α_i is a binomial proportion over the c_{i−1} steps that reached
+position i + 1 (Wilson interval). Steps are not independent: the steps of one request share its
+prompt, and traffic mixes classes of different α — with few requests the independent-steps
+interval is far too narrow. So a source that sees the window in pieces (scrape intervals, log
+lines, Prometheus sub-windows: *batches*) passes their counts, and the standard errors of ρ and τ
+become the larger of the independent-steps one and the cluster-robust one over batches (the
+ratio estimator's delta-method variance, Cochran 1977 §6.4); the Wilson intervals of α_i are
+widened by the same design effect. ``interval_basis`` says which was used.
+
+When drafts propose fewer than K tokens (an n-gram proposer, or K set per batch size), ρ mixes
+lengths and does not invert to α; α is then the first position's acceptance c_0 ÷ D.
+
+Inconsistent counts (accepted above drafted, a later position above an earlier one, more drafts
+than draft tokens, a K below what the counts show) raise ``ValueError``: a source that produces
+them is misconfigured, and an estimate from them could pass a gate it should not.
 """
 
 from __future__ import annotations
@@ -23,12 +35,27 @@ import math
 
 import numpy as np
 from pydantic import Field
+from scipy.stats import t as student_t
 
 from alphagate.core.records import Frozen
 from alphagate.theory.acceptance import alpha_from_draft_acceptance_rate
 from alphagate.theory.intervals import Z_95, wilson_interval
 
-__all__ = ["AcceptanceEstimate", "Interval", "estimate", "wilson"]
+__all__ = [
+    "MIN_BATCHES",
+    "AcceptanceEstimate",
+    "Batch",
+    "Interval",
+    "estimate",
+    "infer_k",
+    "wilson",
+]
+
+#: batches needed before the cluster-robust standard error is used
+MIN_BATCHES = 5
+
+#: (drafts, draft tokens, accepted tokens) of one piece of the window
+Batch = tuple[float, float, float]
 
 
 class Interval(Frozen):
@@ -71,11 +98,66 @@ class AcceptanceEstimate(Frozen):
         default=None,
         description="SGLang's accept length (τ) where it has no counts: a gauge or log average",
     )
+    interval_basis: str = Field(
+        default="independent steps",
+        description="what the intervals assume: independent steps, or N batches (cluster-robust)",
+    )
+    design_effect: float | None = Field(
+        default=None, description="cluster-robust ÷ independent-steps variance of ρ (≥ 1)"
+    )
 
 
 def _alpha(rho: float, k: int) -> float | None:
     a = float(alpha_from_draft_acceptance_rate(min(max(rho, 0.0), 1.0), k))
     return None if math.isnan(a) else a
+
+
+def infer_k(
+    per_pos: list[float], drafts: float, draft_tokens: float, given: int | None = None
+) -> int | None:
+    """K: the number of per-position counters, at least draft tokens ÷ drafts (rounded up); a
+    ``given`` K below what the counts show raises ``ValueError``."""
+    seen = len(per_pos)
+    if drafts > 0 and draft_tokens > 0:
+        seen = max(seen, math.ceil(draft_tokens / drafts - 1e-9))
+    if given is not None:
+        if given < seen:
+            raise ValueError(
+                f"K={given} is below the K the counts show ({seen}: "
+                f"{'per-position counters' if len(per_pos) >= seen else 'draft tokens ÷ drafts'})"
+            )
+        return given
+    return seen or None
+
+
+def _check(drafts: float, draft_tokens: float, accepted: float, counts: list[float]) -> None:
+    tol = 0.5 + 1e-6 * max(drafts, draft_tokens, accepted, 1.0)
+    if min(drafts, draft_tokens, accepted, *counts, 0.0) < -tol:
+        raise ValueError("negative counts")
+    if draft_tokens > 0 and accepted > draft_tokens + tol:
+        raise ValueError(f"{accepted:,.0f} accepted tokens exceed {draft_tokens:,.0f} drafted")
+    if draft_tokens > 0 and drafts > draft_tokens + tol:
+        raise ValueError(f"{drafts:,.0f} drafts exceed {draft_tokens:,.0f} draft tokens")
+    chain = [drafts, *counts]
+    for i in range(1, len(chain)):
+        if chain[i] > chain[i - 1] + tol:
+            raise ValueError(
+                f"position {i} accepted {chain[i]:,.0f} times, more than position {i - 1} "
+                f"({chain[i - 1]:,.0f}): per-position counts must not grow"
+            )
+    if counts and abs(sum(counts) - accepted) > tol + 1e-3 * accepted:
+        raise ValueError(
+            f"per-position counts sum to {sum(counts):,.0f}, not the {accepted:,.0f} accepted"
+        )
+
+
+def _cluster_se(batches: list[Batch], rate: float, denominator: int) -> float:
+    """Cluster-robust standard error of Σ accepted ÷ Σ (drafts or draft tokens) over batches."""
+    n = len(batches)
+    den = np.asarray([b[denominator] for b in batches])
+    num = np.asarray([b[2] for b in batches])
+    resid = num - rate * den
+    return float(math.sqrt(n / (n - 1) * float((resid**2).sum())) / den.sum())
 
 
 def estimate(
@@ -84,15 +166,21 @@ def estimate(
     accepted: float,
     per_pos: list[float],
     k: int | None = None,
+    *,
+    batches: list[Batch] | None = None,
 ) -> AcceptanceEstimate:
-    """The estimate and its intervals from counter totals over a window."""
-    if k is None:
-        k = len(per_pos) or (round(draft_tokens / drafts) if drafts > 0 else None)
+    """The estimate and its intervals from counter totals over a window (and, when the source
+    saw the window in pieces, the counts of each piece). Raises ``ValueError`` on counts that
+    cannot come from one speculative decoder."""
+    k = infer_k(per_pos, drafts, draft_tokens, k)
     counts = [float(x) for x in per_pos[: k or 0]] + [0.0] * max(0, (k or 0) - len(per_pos))
+    _check(drafts, draft_tokens, accepted, counts if per_pos else [])
     rho = accepted / draft_tokens if draft_tokens > 0 else None
     tau = 1.0 + accepted / drafts if drafts > 0 else None
     hist: list[float] = []
     tau_ci = rho_ci = alpha_ci = None
+    basis, deff = "independent steps", 1.0
+    full = k is not None and k > 0 and draft_tokens >= k * drafts * (1 - 1e-6) - 0.5
     if drafts > 0 and k and tau is not None and rho is not None:
         if per_pos:
             c = np.asarray([drafts, *counts, 0.0])
@@ -103,14 +191,37 @@ def estimate(
             var = float(((j - mean) ** 2 * h).sum() / max(drafts - 1.0, 1.0))
         else:  # no per-position counters: the largest variance a count in 0..K can have
             var = k * k / 4.0
-        half = Z_95 * math.sqrt(var / drafts)
-        tau_ci = Interval(low=max(1.0, tau - half), high=min(1.0 + k, tau + half))
-        rho_ci = Interval(low=max(0.0, rho - half / k), high=min(1.0, rho + half / k))
-        lo, hi = _alpha(rho_ci.low, k), _alpha(rho_ci.high, k)
-        alpha_ci = Interval(low=lo, high=hi) if lo is not None and hi is not None else None
+        se_tau = math.sqrt(var / drafts)
+        per_draft = draft_tokens / drafts  # K, or fewer when drafts are short
+        se_rho = se_tau / per_draft
+        used = [b for b in batches or [] if b[0] > 0 and b[1] > 0]
+        if len(used) >= MIN_BATCHES:
+            # Student's t with n − 1 degrees of freedom for a few batches, as a z-scaled error
+            t = float(student_t.ppf(0.975, len(used) - 1)) / Z_95
+            cl_tau = t * _cluster_se(used, tau - 1.0, 0)
+            cl_rho = t * _cluster_se(used, rho, 1)
+            deff = max(1.0, (cl_rho / se_rho) ** 2) if se_rho > 0 else 1.0
+            se_tau, se_rho = max(se_tau, cl_tau), max(se_rho, cl_rho)
+            basis = f"{len(used)} batches (cluster-robust)"
+        tau_ci = Interval(
+            low=max(1.0, tau - Z_95 * se_tau), high=max(1.0, min(1.0 + k, tau + Z_95 * se_tau))
+        )
+        rho_ci = Interval(
+            low=min(1.0, max(0.0, rho - Z_95 * se_rho)),
+            high=max(0.0, min(1.0, rho + Z_95 * se_rho)),
+        )
+        if full:
+            lo, hi = _alpha(rho_ci.low, k), _alpha(rho_ci.high, k)
+            alpha_ci = Interval(low=lo, high=hi) if lo is not None and hi is not None else None
     if not per_pos:
         counts = []
     prev = [drafts, *counts[:-1]] if counts else []
+    by_pos_ci = [wilson(x / deff, p / deff) for x, p in zip(counts, prev, strict=True)]
+    if full or not counts:
+        alpha = _alpha(rho, k) if rho is not None and k else None
+    else:  # short drafts: ρ mixes proposal lengths; the first position's acceptance is α's estimate
+        alpha = counts[0] / drafts if drafts > 0 else None
+        alpha_ci = by_pos_ci[0] if by_pos_ci else None
     return AcceptanceEstimate(
         num_drafts=drafts,
         num_draft_tokens=draft_tokens,
@@ -121,10 +232,12 @@ def estimate(
         draft_acceptance_rate_ci=rho_ci,
         mean_acceptance_length=tau,
         mean_acceptance_length_ci=tau_ci,
-        alpha_iid=_alpha(rho, k) if rho is not None and k else None,
+        alpha_iid=alpha,
         alpha_iid_ci=alpha_ci,
         per_position_acceptance=[x / drafts for x in counts] if drafts > 0 else [],
         alpha_by_pos=[x / p if p > 0 else None for x, p in zip(counts, prev, strict=True)],
-        alpha_by_pos_ci=[wilson(x, p) for x, p in zip(counts, prev, strict=True)],
+        alpha_by_pos_ci=by_pos_ci,
         acceptance_histogram=hist,
+        interval_basis=basis,
+        design_effect=deff if basis != "independent steps" else None,
     )

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import Field
 
 from alphagate.core.records import Frozen
-from alphagate.measure.prom import CounterWindow, SpecCounters, acceptance_of, parse_spec_counters
+from alphagate.measure.estimate import estimate
+from alphagate.measure.prom import CounterWindow, SpecAcceptance, SpecCounters, parse_spec_counters
 from alphagate.measure.results import MeasureError, MeasureResult
 
 __all__ = ["GAUGE_SCRAPES", "LiveConfig", "LiveWindow", "measure_live", "metrics_url"]
@@ -101,13 +103,29 @@ async def _scrape(session: object, url: str, cfg: LiveConfig) -> SpecCounters:
     return snap
 
 
+@dataclass(frozen=True)
+class _Totals:
+    """Counts summed over replicas since the first scrape, at one scrape round."""
+
+    t: float
+    drafts: float
+    draft_tokens: float
+    accepted: float
+    per_pos: tuple[float, ...]
+
+
 class LiveWindow:
-    """Counters of every replica since the first scrape: scrape, then read the acceptance."""
+    """Counters of every replica since the first scrape: scrape, then read the acceptance over
+    everything seen, or over a sliding window of the last ``window_s`` seconds."""
 
     def __init__(self, cfg: LiveConfig) -> None:
         self.cfg = cfg
         self.urls = [metrics_url(u) for u in cfg.urls]
+        twice = sorted({u for u in self.urls if self.urls.count(u) > 1})
+        if twice:
+            raise MeasureError(f"a replica given twice would be counted twice: {', '.join(twice)}")
         self.windows = [CounterWindow() for _ in self.urls]
+        self.history: list[_Totals] = []
         self.notes: list[str] = []
         self.t0 = time.time()
         self.scrapes = 0
@@ -131,6 +149,16 @@ class LiveWindow:
                     except MeasureError as exc:
                         self.notes.append(f"{time.strftime('%H:%M:%S')}: {exc}")
         self.scrapes += 1
+        k = max((max(w.per_pos) + 1 for w in self.windows if w.per_pos), default=0)
+        self.history.append(
+            _Totals(
+                time.time(),
+                sum(w.drafts for w in self.windows),
+                sum(w.draft_tokens for w in self.windows),
+                sum(w.accepted for w in self.windows),
+                tuple(sum(w.per_pos.get(i, 0.0) for w in self.windows) for i in range(k)),
+            )
+        )
 
     @property
     def gauge_only(self) -> bool:
@@ -143,8 +171,45 @@ class LiveWindow:
             for w in self.windows
         )
 
-    def result(self) -> MeasureResult:
-        acc = acceptance_of(self.windows, self.cfg.k)
+    def _acceptance(self, window_s: float | None) -> tuple[SpecAcceptance, float]:
+        hist = self.history
+        start = 0
+        if window_s is not None and len(hist) > 1:
+            cutoff = hist[-1].t - window_s
+            start = max((i for i, h in enumerate(hist) if h.t <= cutoff), default=0)
+        base, last = hist[start], hist[-1]
+        k = len(last.per_pos)
+        counts = [last.per_pos[i] - (base.per_pos[i] if i < len(base.per_pos) else 0.0)
+                  for i in range(k)]  # fmt: skip
+        batches = [
+            (b.drafts - a.drafts, b.draft_tokens - a.draft_tokens, b.accepted - a.accepted)
+            for a, b in zip(hist[start:], hist[start + 1 :], strict=False)
+        ]
+        try:
+            est = estimate(
+                last.drafts - base.drafts,
+                last.draft_tokens - base.draft_tokens,
+                last.accepted - base.accepted,
+                counts,
+                self.cfg.k,
+                batches=batches,
+            )
+        except ValueError as exc:
+            raise MeasureError(
+                f"{', '.join(self.cfg.urls)}: inconsistent counters: {exc}"
+            ) from None
+        sg = [x for w in self.windows for x in w.sglang]
+        acc = SpecAcceptance(
+            **(est.model_dump() | {"sglang_accept_length": sum(sg) / len(sg) if sg else None}),
+            counter_reset=any(w.resets for w in self.windows),
+            sources=len(self.windows),
+        )
+        return acc, base.t
+
+    def result(self, window_s: float | None = None) -> MeasureResult:
+        """The acceptance since the first scrape, or over the last ``window_s`` seconds (from
+        the scrape at or before its start). Raises :class:`MeasureError` on inconsistent counts."""
+        acc, start = self._acceptance(window_s) if self.history else (None, self.t0)
         now = time.time()
         notes = list(self.notes)
         if self.gauge_only:
@@ -155,14 +220,16 @@ class LiveWindow:
                 else "SGLang exports an interval gauge (sglang:spec_accept_length), no counts: τ "
                 "is the mean of the scrapes, without a confidence interval"
             )
+        if any(w.appeared for w in self.windows):
+            notes.append("an engine appeared inside the window: counted from its start")
         return MeasureResult(
             verb="measure live",
             source=", ".join(self.cfg.urls),
-            window_start=self.t0,
+            window_start=start,
             window_end=now,
-            window_s=now - self.t0,
+            window_s=now - start,
             overall=acc,
-            counter_reset=acc.counter_reset,
+            counter_reset=acc.counter_reset if acc else False,
             sources=len(self.windows),
             notes=notes,
         )

@@ -28,6 +28,7 @@ SGLang's logs are read too, where vLLM lines are absent:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import re
@@ -68,11 +69,21 @@ class LogLine:
     def k(self) -> int:
         return len(self.per_pos_rates)
 
-    def drafts_range(self) -> tuple[int, int]:
-        """The whole numbers of drafts the printed figures allow (see the module docstring)."""
+    @property
+    def consistent(self) -> bool:
+        """Figures one interval of one speculative decoder can print."""
+        lo, hi = self._bounds()
+        rates = self.per_pos_rates
+        return (
+            self.accepted <= self.drafted
+            and math.ceil(lo - 1e-9) <= math.floor(hi + 1e-9)
+            and all(b <= a + 0.001 for a, b in itertools.pairwise(rates))
+        )
+
+    def _bounds(self) -> tuple[float, float]:
         k = self.k
         if not k or not self.drafted:
-            return 0, 0
+            return 0.0, 0.0
         lo, hi = self.drafted / k, float(self.drafted)
         if self.accepted > 0:
             t = self.tau - 1.0
@@ -83,6 +94,11 @@ class LogLine:
             lo = max(lo, self.accepted / (s + slack))
             if s > slack:
                 hi = min(hi, self.accepted / (s - slack))
+        return lo, hi
+
+    def drafts_range(self) -> tuple[int, int]:
+        """The whole numbers of drafts the printed figures allow (see the module docstring)."""
+        lo, hi = self._bounds()
         ilo, ihi = math.ceil(lo - 1e-9), math.floor(hi + 1e-9)
         return (ilo, ihi) if ilo <= ihi else (round(lo), round(lo))
 
@@ -155,7 +171,20 @@ def _sglang(items: list[tuple[str, float, float]], source: str, k: int | None) -
     if meta:
         completion, verify = sum(n for n, _ in meta), sum(ct for _, ct in meta)
         accepted = completion - verify  # every verify pass emits its accepted drafts + 1
-        overall = estimate(verify, verify * k if k else 0.0, accepted, [], k)
+        try:
+            overall = estimate(
+                verify,
+                verify * k if k else 0.0,
+                accepted,
+                [],
+                k,
+                batches=[(ct, ct * k, n - ct) for n, ct in meta] if k else None,
+            )
+        except ValueError as exc:
+            raise MeasureError(
+                f"{source}: {exc}: with K = {k} a verify pass emits at most {(k or 0) + 1} "
+                "tokens — is --k SGLang's --speculative-num-steps?"
+            ) from None
         notes = [
             f"SGLang meta_info of {len(meta):,} responses: τ = completion tokens ÷ verify passes"
         ]
@@ -224,6 +253,7 @@ def measure_logs(
             sg = parse_sglang_line(text)
             if sg is not None:
                 sglang.append(sg)
+    k_given = k
     if not found and sglang:
         return _sglang(sglang, source, k)
     if not found:
@@ -237,8 +267,19 @@ def measure_logs(
         newest = max((x.when for x in found if x.when is not None), default=None)
         if newest is not None:
             since = newest - timedelta(seconds=last_s)
+    if since is not None and until is not None and since > until:
+        raise MeasureError(
+            f"--since {since:%m-%d %H:%M:%S} is after --until {until:%m-%d %H:%M:%S}"
+        )
     window = [x for x in found if _in_window(x, since, until)]
     notes = []
+    bad = [x for x in window if not x.consistent]
+    if bad:
+        window = [x for x in window if x.consistent]
+        notes.append(
+            f"{len(bad)} lines with impossible figures skipped (accepted above drafted, or "
+            f"rates that no draft count gives; lines {', '.join(str(x.lineno) for x in bad[:10])})"
+        )
     if cut:
         notes.append(
             f"{len(cut)} cut-off SpecDecoding lines skipped (lines {', '.join(map(str, cut[:10]))})"
@@ -249,6 +290,10 @@ def measure_logs(
     if not window:
         raise MeasureError(f"{source}: no SpecDecoding line inside the window", exit_code=3)
     k = ks.pop()
+    if k_given is not None and k_given != k:
+        raise MeasureError(
+            f"{source}: the lines show K = {k} per-position rates, not --k {k_given}"
+        )
     pids = {x.pid for x in window if x.pid}
     if len(pids) > 1:
         notes.append(
@@ -258,25 +303,37 @@ def measure_logs(
     ranges = [x.drafts_range() for x in window]
     lo, hi = sum(r[0] for r in ranges), sum(r[1] for r in ranges)
     per_pos = [sum(x.per_pos_rates[i] * x.drafts for x in window) for i in range(k)]
+    accepted = float(sum(x.accepted for x in window))
+    if sum(per_pos) > 0:  # rounded rates: scaled to the exact accepted count, never growing
+        scale = accepted / sum(per_pos)
+        per_pos = [min(v * scale for v in per_pos[: i + 1]) for i in range(k)]
     if hi > lo:
         notes.append(
             f"drafts are not logged: {drafts:,.0f} is the likeliest count the printed figures "
             f"allow ({lo:,}–{hi:,}); ρ and the token counts are exact"
         )
     notes.append("per-position counts are the logged rates × drafts (rates printed to 3 decimals)")
-    whens = [x.when for x in window if x.when is not None]
+    whens = sorted(x.when for x in window if x.when is not None)
+    # each line covers the logging interval before it: add one (the median spacing)
+    gaps = sorted((b - a).total_seconds() for a, b in itertools.pairwise(whens))
+    span = (whens[-1] - whens[0]).total_seconds() + (gaps[len(gaps) // 2] if gaps else 0.0)
+    try:
+        overall = estimate(
+            drafts,
+            float(sum(x.drafted for x in window)),
+            accepted,
+            per_pos,
+            k,
+            batches=[(x.drafts, float(x.drafted), float(x.accepted)) for x in window],
+        )
+    except ValueError as exc:
+        raise MeasureError(f"{source}: inconsistent figures: {exc}") from None
     return MeasureResult(
         verb="measure logs",
         source=f"{source}: {len(window)} SpecDecoding lines"
-        + (f" from {min(whens):%m-%d %H:%M:%S} to {max(whens):%m-%d %H:%M:%S}" if whens else ""),
-        window_s=(max(whens) - min(whens)).total_seconds() if whens else None,
-        overall=estimate(
-            drafts,
-            float(sum(x.drafted for x in window)),
-            float(sum(x.accepted for x in window)),
-            per_pos,
-            k,
-        ),
+        + (f" from {whens[0]:%m-%d %H:%M:%S} to {whens[-1]:%m-%d %H:%M:%S}" if whens else ""),
+        window_s=span if whens else None,
+        overall=overall,
         sources=max(1, len(pids)),
         drafts_range=(float(lo), float(hi)),
         notes=notes,

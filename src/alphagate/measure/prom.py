@@ -23,12 +23,13 @@ window, ``python/sglang/srt/metrics/collector.py``): it is averaged, never diffe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import Field
 
-from alphagate.measure.estimate import AcceptanceEstimate, estimate
+from alphagate.measure.estimate import AcceptanceEstimate, Batch, estimate
 
 __all__ = [
     "ACCEPTED",
@@ -37,6 +38,7 @@ __all__ = [
     "PER_POS",
     "SGLANG_ACCEPT_LENGTH",
     "CounterWindow",
+    "Series",
     "SpecAcceptance",
     "SpecCounters",
     "acceptance_of",
@@ -52,12 +54,35 @@ SGLANG_ACCEPT_LENGTH = "sglang:spec_accept_length"
 _FAMILIES = (DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS)
 
 
+SeriesKey = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class Series:
+    """The spec-decode counters of one label set (one engine of one server)."""
+
+    drafts: float = 0.0
+    draft_tokens: float = 0.0
+    accepted: float = 0.0
+    per_pos: dict[int, float] = field(default_factory=dict)
+
+    def went_down_from(self, old: Series) -> bool:
+        """A counter below its previous value: the process restarted (all its counters did)."""
+        return (
+            self.drafts < old.drafts
+            or self.draft_tokens < old.draft_tokens
+            or self.accepted < old.accepted
+            or any(self.per_pos.get(p, 0.0) < v for p, v in old.per_pos.items())
+        )
+
+
 @dataclass
 class SpecCounters:
-    """Totals of vLLM's spec-decode counters in one scrape (summed over the matching label sets).
+    """vLLM's spec-decode counters in one scrape: per label set (``series``) and summed.
 
     ``present``: the families exist at all (speculation is on); ``matched``: some sample passed
     the label filter; ``models_seen``: the ``model_name`` values on offer, for error messages.
+    Built with totals only (no ``series``), the totals are one series.
     """
 
     drafts: float = 0.0
@@ -69,6 +94,11 @@ class SpecCounters:
     models_seen: set[str] = field(default_factory=set)
     sglang_accept_length: list[float] = field(default_factory=list)
     since_boot: bool = False  # SGLang /get_server_info: τ averaged since the server started
+    series: dict[SeriesKey, Series] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.series and (self.drafts or self.draft_tokens or self.accepted or self.per_pos):
+            self.series = {(): Series(self.drafts, self.draft_tokens, self.accepted, self.per_pos)}
 
 
 def _family_name(name: str) -> str:
@@ -81,7 +111,8 @@ def parse_spec_counters(
 ) -> SpecCounters:
     """Read the spec-decode counters from Prometheus text exposition (unknown samples ignored).
 
-    Raises ``ValueError`` when the text is not Prometheus exposition.
+    Raises ``ValueError`` when the text is not Prometheus exposition, or a counter is negative,
+    NaN or infinite.
     """
     c = SpecCounters()
     for fam in text_string_to_metric_families(text):
@@ -91,7 +122,8 @@ def parse_spec_counters(
             for s in fam.samples:
                 if model_name is None or s.labels.get("model_name") == model_name:
                     c.matched = True
-                    c.sglang_accept_length.append(s.value)
+                    if math.isfinite(s.value) and s.value >= 1.0:
+                        c.sglang_accept_length.append(s.value)
             continue
         if name not in _FAMILIES:
             continue
@@ -104,22 +136,27 @@ def parse_spec_counters(
                 continue
             if engine is not None and s.labels.get("engine") != engine:
                 continue
+            if not math.isfinite(s.value) or s.value < 0:
+                raise ValueError(f"{s.name}{s.labels} = {s.value} is not a counter value")
             c.matched = True
+            key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "position"))
+            one = c.series.setdefault(key, Series())
             if name == DRAFTS:
-                c.drafts += s.value
+                one.drafts += s.value
             elif name == DRAFT_TOKENS:
-                c.draft_tokens += s.value
+                one.draft_tokens += s.value
             elif name == ACCEPTED:
-                c.accepted += s.value
+                one.accepted += s.value
             else:
                 pos = int(s.labels.get("position", "0"))
-                c.per_pos[pos] = c.per_pos.get(pos, 0.0) + s.value
+                one.per_pos[pos] = one.per_pos.get(pos, 0.0) + s.value
+    for one in c.series.values():
+        c.drafts += one.drafts
+        c.draft_tokens += one.draft_tokens
+        c.accepted += one.accepted
+        for pos, v in one.per_pos.items():
+            c.per_pos[pos] = c.per_pos.get(pos, 0.0) + v
     return c
-
-
-def _increase(before: float, after: float) -> tuple[float, bool]:
-    """Counter increase; a decrease means the server restarted, so ``after`` counts since then."""
-    return (after, True) if after < before else (after - before, False)
 
 
 class SpecAcceptance(AcceptanceEstimate):
@@ -131,7 +168,14 @@ class SpecAcceptance(AcceptanceEstimate):
 
 @dataclass
 class CounterWindow:
-    """The increase of one source's counters over successive snapshots, across restarts."""
+    """The increase of one source's counters over successive snapshots, per label set.
+
+    A label set whose counters went down restarted: all of its counters count from zero again
+    (one counter checked alone would mix a restart with growth). A label set that appears after
+    the first snapshot was created inside the window (a new engine process) and counts from zero;
+    one that disappears stops counting. Each snapshot after the first adds one *batch* (the
+    increase since the previous one).
+    """
 
     last: SpecCounters | None = None
     drafts: float = 0.0
@@ -139,37 +183,58 @@ class CounterWindow:
     accepted: float = 0.0
     per_pos: dict[int, float] = field(default_factory=dict)
     resets: int = 0
+    appeared: int = 0
     sglang: list[float] = field(default_factory=list)
+    batches: list[Batch] = field(default_factory=list)
 
     def add(self, snap: SpecCounters) -> None:
         prev, self.last = self.last, snap
         self.sglang += snap.sglang_accept_length
         if prev is None:
             return
-        reset = False
-        for attr in ("drafts", "draft_tokens", "accepted"):
-            d, r = _increase(getattr(prev, attr), getattr(snap, attr))
-            setattr(self, attr, getattr(self, attr) + d)
-            reset |= r
-        for pos in set(prev.per_pos) | set(snap.per_pos):
-            d, r = _increase(prev.per_pos.get(pos, 0.0), snap.per_pos.get(pos, 0.0))
-            self.per_pos[pos] = self.per_pos.get(pos, 0.0) + d
-            reset |= r
-        self.resets += int(reset)
+        batch = [0.0, 0.0, 0.0]
+        for key, cur in snap.series.items():
+            old = prev.series.get(key)
+            if old is None:
+                self.appeared += 1
+                base = Series()
+            else:
+                base = Series() if cur.went_down_from(old) else old
+                self.resets += int(base is not old)
+            d = (cur.drafts - base.drafts, cur.draft_tokens - base.draft_tokens,
+                 cur.accepted - base.accepted)  # fmt: skip
+            self.drafts += d[0]
+            self.draft_tokens += d[1]
+            self.accepted += d[2]
+            for i in range(3):
+                batch[i] += d[i]
+            for pos, v in cur.per_pos.items():
+                self.per_pos[pos] = self.per_pos.get(pos, 0.0) + v - base.per_pos.get(pos, 0.0)
+        self.batches.append((batch[0], batch[1], batch[2]))
 
 
 def acceptance_of(windows: list[CounterWindow], k: int | None = None) -> SpecAcceptance:
-    """The acceptance of several sources (replicas) summed."""
+    """The acceptance of several sources (replicas) summed; the i-th batches of all sources (one
+    scrape round) form one batch. Raises ``ValueError`` on inconsistent counts or K."""
     per_pos: dict[int, float] = {}
     for w in windows:
         for pos, v in w.per_pos.items():
             per_pos[pos] = per_pos.get(pos, 0.0) + v
     drafts = sum(w.drafts for w in windows)
     draft_tokens = sum(w.draft_tokens for w in windows)
-    if k is None:
-        k = (max(per_pos) + 1) if per_pos else (round(draft_tokens / drafts) if drafts else None)
-    counts = [per_pos.get(i, 0.0) for i in range(k or 0)] if per_pos else []
-    est = estimate(drafts, draft_tokens, sum(w.accepted for w in windows), counts, k)
+    counts = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
+    rounds = max((len(w.batches) for w in windows), default=0)
+    batches = [
+        (
+            sum(w.batches[i][0] for w in windows if i < len(w.batches)),
+            sum(w.batches[i][1] for w in windows if i < len(w.batches)),
+            sum(w.batches[i][2] for w in windows if i < len(w.batches)),
+        )
+        for i in range(rounds)
+    ]
+    est = estimate(
+        drafts, draft_tokens, sum(w.accepted for w in windows), counts, k, batches=batches
+    )
     sg = [x for w in windows for x in w.sglang]
     return SpecAcceptance(
         **(est.model_dump() | {"sglang_accept_length": sum(sg) / len(sg) if sg else None}),
@@ -184,9 +249,7 @@ def spec_delta(before: list[SpecCounters], after: list[SpecCounters]) -> SpecAcc
         raise ValueError("before and after must list the same sources")
     windows = []
     for b, a in zip(before, after, strict=True):
-        w = CounterWindow()
-        w.add(b)
-        w.sglang = []  # the gauge is read at the end of the window only
+        w = CounterWindow(last=b)  # the gauge is read at the end of the window only
         w.add(a)
         windows.append(w)
     return acceptance_of(windows)

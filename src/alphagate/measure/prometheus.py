@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from alphagate.core.records import Frozen
-from alphagate.measure.estimate import estimate
+from alphagate.measure.estimate import Batch, estimate
 from alphagate.measure.prom import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POS
 from alphagate.measure.results import MeasureError, MeasureResult, SeriesPoint
 
@@ -56,12 +56,25 @@ class PrometheusQuery(Frozen):
 
     url: str = Field(description="the Prometheus server, e.g. http://prometheus:9090")
     selector: str = Field(default="", description='label matchers, e.g. {model_name="llama"}')
-    window_s: float = Field(gt=0, allow_inf_nan=False)
-    step_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    window_s: float = Field(ge=1.0, allow_inf_nan=False, description="seconds, at least 1")
+    step_s: float | None = Field(default=None, ge=1.0, allow_inf_nan=False)
     by: str | None = Field(default=None, description="a label to split by, e.g. instance")
     end: float | None = Field(default=None, description="Unix time of the window's end (now)")
     k: int | None = Field(default=None, ge=1, le=64)
     timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        try:
+            parts = urllib.parse.urlsplit(v)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+            parts.port  # noqa: B018 — raises ValueError on a bad port
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{v!r} is not an http(s) URL of a Prometheus server")
+        return v
 
     @field_validator("selector")
     @classmethod
@@ -84,6 +97,7 @@ def _dur(seconds: float) -> str:
 
 
 def _get(q: PrometheusQuery, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+    """The ``data.result`` of an API answer; raises :class:`MeasureError` on anything else."""
     url = q.url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
     try:
         with urllib.request.urlopen(url, timeout=q.timeout_s) as resp:
@@ -95,30 +109,45 @@ def _get(q: PrometheusQuery, path: str, params: dict[str, str]) -> list[dict[str
         raise MeasureError(
             f"Prometheus at {q.url} refused the query ({exc.code}): {detail}"
         ) from None
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
         raise MeasureError(f"cannot reach Prometheus at {q.url}: {exc}") from None
     try:
         data = json.loads(body)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise MeasureError(
             f"{q.url} did not answer with Prometheus API JSON (is it Prometheus?)"
         ) from None
     if not isinstance(data, dict) or data.get("status") != "success":
         err = data.get("error") if isinstance(data, dict) else None
         raise MeasureError(f"Prometheus at {q.url}: {err or 'not a success response'}")
-    result = data.get("data", {}).get("result", [])
-    return result if isinstance(result, list) else []
+    inner = data.get("data")
+    result = inner.get("result") if isinstance(inner, dict) else None
+    if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
+        raise MeasureError(
+            f"{q.url} answered {path} without a data.result list (is it Prometheus?)"
+        )
+    return result
 
 
 def _instant(q: PrometheusQuery, expr: str, at: float) -> list[dict[str, Any]]:
     return _get(q, "/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
 
 
+def _number(v: object) -> float | None:
+    """A sample value as Prometheus sends it (a string); None when absent or not finite."""
+    try:
+        x = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
 def _value(series: list[dict[str, Any]]) -> float:
     total = 0.0
     for s in series:
-        v = float(s["value"][1])
-        total += v if math.isfinite(v) else 0.0
+        pair = s.get("value")
+        x = _number(pair[1]) if isinstance(pair, list) and len(pair) == 2 else None
+        total += x or 0.0
     return total
 
 
@@ -148,21 +177,52 @@ def _available(q: PrometheusQuery, at: float) -> str:
     return ", ".join(names) or "none"
 
 
-def _series(
-    q: PrometheusQuery, end: float, promql: list[str]
-) -> tuple[list[SeriesPoint], list[str]]:
-    assert q.step_s is not None
-    step = _dur(q.step_s)
-    params = {"start": f"{end - q.window_s + q.step_s:.3f}", "end": f"{end:.3f}", "step": step}
+def _matched_now(q: PrometheusQuery, at: float) -> bool:
+    """Some series match the selector at ``at`` (they exist, even if the window is too short)."""
+    return _value(_instant(q, f"count({DRAFTS}_total{q.selector})", at)) > 0
+
+
+def scrape_interval_s(q: PrometheusQuery) -> float:
+    """The longest scrape interval of the server's active targets (``/api/v1/targets``); 60 s
+    when the server does not say."""
+    url = q.url.rstrip("/") + "/api/v1/targets?state=active"
+    try:
+        with urllib.request.urlopen(url, timeout=q.timeout_s) as resp:
+            targets = json.loads(resp.read())["data"]["activeTargets"]
+        found = [parse_duration(t["scrapeInterval"]) for t in targets if t.get("scrapeInterval")]
+    except (OSError, ValueError, KeyError, TypeError, MeasureError):
+        return 60.0
+    return max(found, default=60.0)
+
+
+def _range(
+    q: PrometheusQuery, end: float, step: float, scrape: float, by: str | None, promql: list[str]
+) -> dict[tuple[float, str], dict[str, float]]:
+    """Increases over each step of ``[end − window, end]`` on the step grid, each over at least
+    two scrape intervals (fewer samples give no increase)."""
+    rng = _dur(max(step, 2 * scrape))
+    params = {"start": f"{end - q.window_s + step:.3f}", "end": f"{end:.3f}", "step": _dur(step)}
     points: dict[tuple[float, str], dict[str, float]] = {}
     for key, metric in (("drafts", DRAFTS), ("draft_tokens", DRAFT_TOKENS), ("accepted", ACCEPTED)):
-        expr = _expr(metric, q, step, q.by)
-        promql.append(f"{expr}   (range: step {step})")
+        expr = _expr(metric, q, rng, by)
+        promql.append(f"{expr}   (range: step {_dur(step)})")
         for s in _get(q, "/api/v1/query_range", {"query": expr, **params}):
-            inst = s.get("metric", {}).get(q.by, "") if q.by else ""
-            for t, v in s.get("values", []):
-                points.setdefault((float(t), inst), {})[key] = float(v)
-    expected = round(q.window_s / q.step_s)
+            inst = s.get("metric", {}).get(by, "") if by else ""
+            for pair in s.get("values", []) or []:
+                if not (isinstance(pair, list) and len(pair) == 2):
+                    continue
+                t, v = _number(pair[0]), _number(pair[1])
+                if t is not None and v is not None:
+                    points.setdefault((t, inst), {})[key] = v
+    return points
+
+
+def _series(
+    q: PrometheusQuery, end: float, scrape: float, replicas: set[str], promql: list[str]
+) -> tuple[list[SeriesPoint], list[str]]:
+    assert q.step_s is not None
+    points = _range(q, end, q.step_s, scrape, q.by, promql)
+    expected = math.floor((q.window_s - q.step_s) / q.step_s + 1e-9) + 1  # points on the grid
     out = []
     for (t, inst), v in sorted(points.items()):
         d, dt, a = v.get("drafts", 0.0), v.get("draft_tokens", 0.0), v.get("accepted", 0.0)
@@ -176,12 +236,19 @@ def _series(
             )
         )
     notes = []
-    per_inst = len({i for _, i in points}) or 1
-    if len(points) < expected * per_inst:
+    if q.step_s < 2 * scrape:
         notes.append(
-            f"the range has gaps: {len(points)} of {expected * per_inst} steps have data "
-            "(the servers were down, not scraped, or idle)"
+            f"each point covers two scrape intervals ({_dur(2 * scrape)}), more than the step"
         )
+    instances = {i for _, i in points} | (replicas if q.by else set())
+    for inst in sorted(instances) or [""]:
+        have = sum(1 for _, i in points if i == inst)
+        if have < expected:
+            who = f"{q.by}={inst}: " if q.by else ""
+            notes.append(
+                f"{who}the range has gaps: {have} of {expected} steps have data (down, not "
+                "scraped, or idle)"
+            )
     return out, notes
 
 
@@ -198,6 +265,12 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
                     f"{q.url} holds no {DRAFTS}_total series at all: speculation is off, or "
                     "Prometheus does not scrape the servers"
                 )
+            if _matched_now(q, end):
+                raise MeasureError(
+                    f"the window {_dur(q.window_s)} holds fewer than two samples of the matching "
+                    "series: widen --window to at least twice the scrape interval",
+                    exit_code=3,
+                )
             raise MeasureError(
                 f"the selector {q.selector or '{}'} matched no spec-decode series at {q.url}; "
                 f"model_name values there: {seen}"
@@ -210,22 +283,42 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
     promql.append(pos_expr)
     per_pos: dict[int, float] = {}
     for s in _instant(q, pos_expr, end):
-        per_pos[int(s.get("metric", {}).get("position", "0"))] = _value([s])
-    k = q.k or ((max(per_pos) + 1) if per_pos else None)
-    counts = [per_pos.get(i, 0.0) for i in range(k or 0)] if per_pos else []
-    overall = estimate(
-        totals.get("drafts", 0.0), totals["draft_tokens"], totals.get("accepted", 0.0), counts, k
-    )
-    replicas = {}
-    if q.by:
-        for label, t in _totals(q, end, q.by, promql).items():
-            replicas[label] = estimate(
-                t.get("drafts", 0.0), t.get("draft_tokens", 0.0), t.get("accepted", 0.0), [], k
-            )
+        with contextlib.suppress(ValueError):
+            per_pos[int(s.get("metric", {}).get("position", "0"))] = _value([s])
+    counts = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
+    scrape = scrape_interval_s(q)
+    # ten pieces of the window, for intervals that do not assume independent steps
+    piece = q.window_s / 10
+    batches: list[Batch] = []
+    if piece >= 2 * scrape:
+        sub: list[str] = []
+        grid = _range(q, end, piece, scrape, None, sub)
+        batches = [
+            (v.get("drafts", 0.0), v.get("draft_tokens", 0.0), v.get("accepted", 0.0))
+            for _, v in sorted(grid.items())
+        ]
+    try:
+        overall = estimate(
+            totals.get("drafts", 0.0),
+            totals["draft_tokens"],
+            totals.get("accepted", 0.0),
+            counts,
+            q.k,
+            batches=batches,
+        )
+        k = overall.k
+        replicas = {}
+        if q.by:
+            for label, t in _totals(q, end, q.by, promql).items():
+                replicas[label] = estimate(
+                    t.get("drafts", 0.0), t.get("draft_tokens", 0.0), t.get("accepted", 0.0), [], k
+                )
+    except ValueError as exc:
+        raise MeasureError(f"{q.url}: inconsistent counts over the window: {exc}") from None
     resets_expr = f"sum(resets({DRAFTS}_total{q.selector}[{_dur(q.window_s)}]))"
     promql.append(resets_expr)
     reset = _value(_instant(q, resets_expr, end)) > 0
-    series, notes = _series(q, end, promql) if q.step_s else ([], [])
+    series, notes = _series(q, end, scrape, set(replicas), promql) if q.step_s else ([], [])
     notes.append("increase() extrapolates to the window's edges: counts are not whole numbers")
     return MeasureResult(
         verb="measure prometheus",

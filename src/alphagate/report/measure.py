@@ -13,7 +13,7 @@ from alphagate.measure.results import MeasureResult
 from alphagate.report._fmt import LOSS
 from alphagate.report._tables import add_columns, new_table
 
-__all__ = ["render_gate", "render_measure"]
+__all__ = ["promql_lines", "render_gate", "render_measure"]
 
 
 def _ci(iv: Interval | None, digits: int = 3) -> str:
@@ -111,11 +111,13 @@ def render_measure(m: MeasureResult) -> RenderableType:
         )
     for n in m.notes:
         parts.append(Text(n, style="dim"))
-    if m.promql:
-        parts.append(Text("PromQL:", style="bold"))
-        # whole lines, for copying into Grafana: the terminal wraps them, not the renderer
-        parts += [Text("  " + q, style="dim", no_wrap=True, overflow="ignore") for q in m.promql]
     return Group(*parts)
+
+
+def promql_lines(m: MeasureResult) -> list[str]:
+    """The queries a Prometheus measurement used, one per line, to print whole (``soft_wrap``:
+    the terminal wraps them, so they can be copied into Grafana, also from a piped log)."""
+    return ["PromQL:", *("  " + q for q in m.promql)] if m.promql else []
 
 
 def render_gate(g: GateResult) -> RenderableType:
@@ -126,7 +128,7 @@ def render_gate(g: GateResult) -> RenderableType:
             r.result, "[yellow]insufficient[/yellow]"
         )
         t.add_row(
-            r.rule.describe(),
+            Text(r.rule.describe()),  # "[chat]" is a class name, not markup
             _v(r.value),
             _ci(r.interval),
             "—" if r.margin is None else f"{r.margin:+.3f}",
