@@ -45,6 +45,8 @@ def _estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
             "τ  SGLang accept length", _v(e.sglang_accept_length, 2), "—", "no counts behind it"
         )
     parts: list[RenderableType] = [t]
+    if e.num_drafts > 0:
+        parts.append(Text(f"95% intervals over {e.interval_basis}", style="dim"))
     if e.alpha_by_pos:
         p = add_columns(
             new_table("By position (vLLM counters)"),
