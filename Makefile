@@ -63,7 +63,7 @@ $(VLLM_VENV)/.installed:
 test-vllm: $(VENV)/.dev $(VLLM_VENV)/.installed
 	ALPHAGATE_RUN_VLLM=1 $(PY) -m pytest -q -p no:cacheprovider tests/real_engine
 
-bench: $(VENV)/.runtime
+bench: $(VENV)/.dev
 	$(PY) benchmarks/run_all.py
 
 clean:

@@ -1,19 +1,21 @@
 """``alphagate measure``: acceptance (α, ρ, τ with 95% intervals) from running servers, a
-Prometheus server, or server logs. Exit codes: 0 measured; 2 bad input or an unreachable or
+Prometheus server, server logs, or offline from request logs and the models. Exit codes: 0 measured; 2 bad input or an unreachable or
 wrong source; 3 the source works but has not seen enough drafts yet; 130 interrupted."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from alphagate.cli._app import (
     JsonOpt,
     app,
+    config_error,
     console,
     err_console,
     fail,
@@ -25,15 +27,19 @@ from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 from alphagate.cli._options import check_output_path
 
 if TYPE_CHECKING:
+    from alphagate.measure.offline import OfflineConfig
     from alphagate.measure.results import MeasureResult
 
 measure_app = typer.Typer(
-    help="Measure acceptance: from live /metrics, a Prometheus server, or server logs. Every "
+    help="Measure acceptance: from live /metrics, a Prometheus server, server logs, or offline "
+    "from request logs with the target and a candidate drafter. Every "
     "source writes the same results JSON (alphagate.results/v1), which `plan --alpha-from` and "
     "`gate --measure` read.",
     no_args_is_help=True,
 )
-app.add_typer(measure_app, name="measure", short_help="α, ρ, τ from servers, Prometheus or logs.")
+app.add_typer(
+    measure_app, name="measure", short_help="α, ρ, τ from servers, Prometheus, logs or offline."
+)
 
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Write the results JSON here.")]
 KOpt = Annotated[
@@ -213,8 +219,6 @@ def prometheus(
         fail(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), "--selector/--by")
     except MeasureError as exc:
         _measure_error(exc)
-    except OSError as exc:
-        fail(f"cannot read {exc.filename or 'the log'}: {exc.strerror or exc}", "FILES")
     _finish(result, as_json, out)
 
 
@@ -270,4 +274,199 @@ def logs(
         )
     except MeasureError as exc:
         _measure_error(exc)
+    except OSError as exc:
+        fail(f"cannot read {exc.filename or 'the log'}: {exc.strerror or exc}", "FILES")
     _finish(result, as_json, out)
+
+
+@measure_app.command("offline", short_help="α of a candidate drafter on logged traffic.")
+def offline(
+    logs: Annotated[
+        list[Path],
+        typer.Option(
+            "--log",
+            help="Request log: `bench --save-text` requests.jsonl, OpenAI request/response "
+            "JSONL, messages JSONL or ShareGPT JSON. Repeat for several files.",
+        ),
+    ],
+    target: Annotated[
+        str, typer.Option("--target", help="The target model: a local directory or cached id.")
+    ],
+    drafter: Annotated[
+        str,
+        typer.Option(
+            "--drafter",
+            help="ngram, ngram:MIN:MAX (prompt lookup window), draft_model:PATH or eagle3:PATH "
+            "(a head in vLLM's LlamaForCausalLMEagle3 format).",
+        ),
+    ],
+    k: Annotated[int, typer.Option("--k", min=1, max=32, help="Draft tokens per step.")] = 3,
+    k_max: Annotated[
+        int | None,
+        typer.Option("--k-max", min=1, max=32, help="Also every K up to this (one pass)."),
+    ] = None,
+    class_field: Annotated[
+        str | None,
+        typer.Option("--class-field", help="Class from this field (dotted path, e.g. meta.cls)."),
+    ] = None,
+    class_rule: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--class-rule",
+            help="NAME=REGEX over the prompt text; first match wins, else 'other'. Repeat.",
+        ),
+    ] = None,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature",
+            callback=finite_float("--temperature", 0.0, 2.0),
+            help="The engine's temperature (0: greedy, exact).",
+        ),
+    ] = 0.0,
+    top_p: Annotated[
+        float, typer.Option("--top-p", callback=finite_float("--top-p", 1e-6, 1.0))
+    ] = 1.0,
+    top_k: Annotated[int, typer.Option("--top-k", min=0, help="0: off.")] = 0,
+    draft_sampling: Annotated[
+        Literal["greedy", "probabilistic"],
+        typer.Option(
+            "--draft-sampling",
+            help="vLLM's draft_sample_method: greedy (its default) or probabilistic.",
+        ),
+    ] = "greedy",
+    sample_n: Annotated[
+        int | None,
+        typer.Option("--sample", min=1, help="Use a seeded subset of N requests."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seeds --sample, sampling, bootstrap.")] = 0,
+    regenerate: Annotated[
+        bool,
+        typer.Option(
+            "--regenerate",
+            help="Replace each logged output with the target's own continuation (exact when the "
+            "log is not the target's trajectory).",
+        ),
+    ] = False,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", help="Tokenizer (default: the target's).")
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1 …")] = "auto",
+    dtype: Annotated[
+        Literal["auto", "float32", "bfloat16", "float16"],
+        typer.Option("--dtype", help="auto: float32 on CPU, bfloat16 on GPU."),
+    ] = "auto",
+    max_model_len: Annotated[
+        int | None,
+        typer.Option("--max-model-len", min=8, help="The server's context limit."),
+    ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option("--threads", min=1, help="CPU threads for torch (default: torch's)."),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Append each scored request here; resume from it."),
+    ] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+    out: OutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay logged requests through the target and a candidate drafter: vLLM's acceptance
+    counters (ρ, τ, α by position, acceptance lengths) per class, with 95% bootstrap intervals.
+
+    Greedy (temperature 0) is exact on logs the target wrote at temperature 0: one
+    teacher-forced target pass per request, then every engine step is replayed. With
+    --temperature the log must be a sample of the target at those settings (--regenerate draws
+    one). Models load from local paths or the local Hugging Face cache only. The results JSON is
+    what `plan --alpha-from` and `gate --measure` read. Exit codes: 0 measured, 2 bad input.
+    """
+    from pydantic import ValidationError
+
+    from alphagate.measure.offline import OfflineConfig, measure_offline, parse_drafter
+    from alphagate.measure.results import MeasureError
+    from alphagate.report.offline import render_offline
+
+    if out is not None:
+        check_output_path(out, "--out", directory=False)
+    if checkpoint is not None:
+        check_output_path(checkpoint, "--checkpoint", directory=False)
+    try:
+        cfg = OfflineConfig(
+            logs=tuple(logs),
+            target=target,
+            tokenizer=tokenizer,
+            k=k,
+            k_max=k_max,
+            class_field=class_field,
+            class_rules=tuple(class_rule or ()),
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            draft_sampling=draft_sampling,
+            sample=sample_n,
+            seed=seed,
+            regenerate=regenerate,
+            device=device,
+            dtype=dtype,
+            max_model_len=max_model_len,
+            threads=threads,
+            checkpoint=checkpoint,
+            **parse_drafter(drafter),
+        )
+    except MeasureError as exc:
+        fail(str(exc), "--drafter")
+    except ValidationError as exc:
+        config_error(exc)
+    try:
+        with sigterm_as_interrupt():
+            if as_json or no_progress:
+                result = measure_offline(cfg)
+            else:
+                result = _with_progress(cfg, measure_offline)
+    except MeasureError as exc:
+        _measure_error(exc)
+    except KeyboardInterrupt:
+        hint = f"; run again with --checkpoint {checkpoint} to resume" if checkpoint else ""
+        err_console.print(f"[yellow]interrupted{hint}[/yellow]")
+        raise typer.Exit(130) from None
+    if out is not None:
+        atomic_write_text(out, json_dumps(result.payload()) + "\n", "--out")
+    if as_json:
+        print_json(result.payload())
+        return
+    console.print(render_offline(result))
+    if out is not None:
+        console.print(f"results written to {out}")
+
+
+def _with_progress(cfg: OfflineConfig, run: Callable[..., MeasureResult]) -> MeasureResult:
+    """``run(cfg)`` under a progress bar with the requests done, tokens per second and an ETA."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("scoring requests"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("score", total=None, rate="")
+        t0 = time.perf_counter()
+
+        def tick(done: int, total: int, tokens: int) -> None:
+            rate = tokens / max(time.perf_counter() - t0, 1e-9)
+            bar.update(task, completed=done, total=total, rate=f"{rate:,.0f} tok/s")
+
+        return run(cfg, on_progress=tick)

@@ -10,6 +10,7 @@ from pydantic import Field
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen, Results
 from alphagate.measure.estimate import AcceptanceEstimate
+from alphagate.measure.offline_results import OfflineDetails
 
 __all__ = ["MeasureError", "MeasureResult", "SeriesPoint"]
 
@@ -56,3 +57,6 @@ class MeasureResult(Results):
         default=None, description="logs: the numbers of drafts the printed figures allow"
     )
     notes: list[str] = Field(default_factory=list)
+    offline: OfflineDetails | None = Field(
+        default=None, description="measure offline: every K, histograms, what was read and used"
+    )

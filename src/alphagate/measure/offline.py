@@ -1,0 +1,443 @@
+"""``alphagate measure offline``: α of a candidate drafter on logged traffic, before speculation
+is turned on — read the log, score every request (one teacher-forced target pass, the drafter at
+every context), walk the engine's steps for every K, and sum vLLM's counters per class.
+
+Phases: (1) read and sample the log; (2) load the models; (3) per request, in log order: encode,
+score, walk — each finished request is appended to the checkpoint, so a long run resumes where
+it stopped; (4) summarise per class and overall, with intervals by bootstrap over requests.
+The same seed gives the same numbers, resumed or not: every request draws from its own seeded
+generator, keyed by its place in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field, model_validator
+
+from alphagate.core.records import Frozen
+from alphagate.measure.offline_logs import (
+    LoggedRequest,
+    parse_class_rule,
+    read_logs,
+    sample,
+)
+from alphagate.measure.offline_results import OfflineClass, OfflineDetails, Skipped
+from alphagate.measure.offline_stats import BOOTSTRAP, summarize
+from alphagate.measure.offline_walk import WalkCounts, walk_expected, walk_greedy
+from alphagate.measure.results import MeasureError, MeasureResult
+
+__all__ = ["OfflineConfig", "RequestCounts", "measure_offline", "parse_drafter"]
+
+Progress = Callable[[int, int, int], None]  # requests done, requests in all, tokens done
+_AGREEMENT_WARN = 0.999
+#: below this share of greedy agreement the log is taken not to be the target's own output
+_NOT_ITS_OWN = 0.9
+
+
+class OfflineConfig(Frozen):
+    """One offline measurement, validated once."""
+
+    logs: tuple[Path, ...] = Field(min_length=1)
+    target: str
+    tokenizer: str | None = None
+    drafter: Literal["ngram", "draft_model", "eagle3"]
+    drafter_path: str | None = None
+    prompt_lookup_min: int = Field(default=2, ge=1)
+    prompt_lookup_max: int = Field(default=5, ge=1)
+    k: int = Field(default=3, ge=1, le=32)
+    k_max: int | None = Field(default=None, ge=1, le=32, description="default: K")
+    class_field: str | None = None
+    class_rules: tuple[str, ...] = ()
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=0, ge=0)
+    draft_sampling: Literal["greedy", "probabilistic"] = "greedy"
+    sample: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    regenerate: bool = False
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    max_model_len: int | None = Field(default=None, ge=8)
+    threads: int | None = Field(default=None, ge=1, description="torch CPU threads")
+    checkpoint: Path | None = None
+    resamples: int = Field(default=BOOTSTRAP, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> OfflineConfig:
+        if self.k_max is not None and self.k_max < self.k:
+            raise ValueError(f"--k-max {self.k_max} is below --k {self.k}")
+        if self.drafter != "ngram" and not self.drafter_path:
+            raise ValueError(f"--drafter {self.drafter} needs a path: {self.drafter}:PATH")
+        if self.prompt_lookup_min > self.prompt_lookup_max:
+            raise ValueError("prompt_lookup_min is above prompt_lookup_max")
+        return self
+
+    @property
+    def kmax(self) -> int:
+        return self.k_max or self.k
+
+    def drafter_label(self) -> str:
+        if self.drafter == "ngram":
+            return f"ngram(prompt_lookup_min={self.prompt_lookup_min}, prompt_lookup_max={self.prompt_lookup_max})"
+        return f"{self.drafter} {self.drafter_path}"
+
+    def fingerprint(self) -> str:
+        """What a checkpoint must match to be resumed: everything that changes a request's counts."""
+        keep = self.model_dump(
+            mode="json",
+            exclude={"checkpoint", "resamples", "device", "threads", "class_field", "class_rules"},
+        )
+        return f"{zlib.crc32(json.dumps(keep, sort_keys=True).encode()):08x}"
+
+
+def parse_drafter(spec: str) -> dict[str, Any]:
+    """``ngram``, ``ngram:MIN:MAX``, ``draft_model:PATH`` or ``eagle3:PATH`` → config fields."""
+    method, _, rest = spec.partition(":")
+    if method == "ngram":
+        if not rest:
+            return {"drafter": "ngram"}
+        parts = rest.split(":")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise MeasureError(f"--drafter {spec!r}: expected ngram:MIN:MAX (prompt lookup window)")
+        return {
+            "drafter": "ngram",
+            "prompt_lookup_min": int(parts[0]),
+            "prompt_lookup_max": int(parts[1]),
+        }
+    if method in ("draft_model", "eagle3"):
+        if not rest:
+            raise MeasureError(f"--drafter {spec!r}: expected {method}:PATH")
+        return {"drafter": method, "drafter_path": rest}
+    if method == "eagle":
+        raise MeasureError("--drafter eagle (EAGLE-1 heads) is not supported yet; eagle3 is")
+    raise MeasureError(
+        f"--drafter {spec!r}: expected ngram, ngram:MIN:MAX, draft_model:PATH or eagle3:PATH"
+    )
+
+
+@dataclass(frozen=True)
+class RequestCounts:
+    """One scored request: its counters (one row of :class:`WalkCounts`) and what it held."""
+
+    key: str  # file:line
+    cls: str | None
+    prompt_tokens: int
+    output_tokens: int
+    agree: int
+    truncated: bool
+    retokenized: bool
+    counts: WalkCounts | None  # None: the request could not be used (see ``problem``)
+    problem: str | None = None
+
+    def to_json(self) -> str:
+        c = self.counts
+        return json.dumps(
+            {
+                "key": self.key,
+                "cls": self.cls,
+                "prompt_tokens": self.prompt_tokens,
+                "output_tokens": self.output_tokens,
+                "agree": self.agree,
+                "truncated": self.truncated,
+                "retokenized": self.retokenized,
+                "problem": self.problem,
+                "counts": None
+                if c is None
+                else {f: getattr(c, f)[0].tolist() for f in WalkCounts.__dataclass_fields__},
+            }
+        )
+
+    @classmethod
+    def from_json(cls, line: str) -> RequestCounts:
+        d = json.loads(line)
+        c = d.pop("counts")
+        counts = (
+            None
+            if c is None
+            else WalkCounts(**{f: np.asarray([v], dtype=np.float64) for f, v in c.items()})
+        )
+        return cls(counts=counts, **d)
+
+
+def _request_seed(seed: int, r: LoggedRequest) -> int:
+    ss = np.random.SeedSequence([seed, r.line, zlib.crc32(r.source.encode())])
+    return int(ss.generate_state(1)[0])
+
+
+def _score(models: Any, r: LoggedRequest, cfg: OfflineConfig) -> RequestCounts:
+    from alphagate.measure.offline_models import Sampling, encode, score_request
+
+    enc = encode(r, models.tokenizer, models.max_model_len, cfg.kmax)
+    if enc is None:
+        return RequestCounts(
+            r.where, r.cls, 0, 0, 0, False, False, None, "prompt longer than the context"
+        )
+    if enc.output.size == 0:
+        return RequestCounts(
+            r.where,
+            r.cls,
+            int(enc.prompt.size),
+            0,
+            0,
+            enc.truncated,
+            enc.retokenized,
+            None,
+            "empty output",
+        )
+    s = Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.draft_sampling)
+    sc = score_request(
+        models, enc, cfg.kmax, s, _request_seed(cfg.seed, r), regenerate=cfg.regenerate
+    )
+    nc = np.asarray([sc.num_contexts])
+    if sc.run is not None:
+        counts = walk_greedy(sc.run, sc.length, nc, cfg.kmax)
+    else:
+        assert sc.accept is not None
+        counts = walk_expected(sc.accept, sc.length, nc, cfg.kmax)
+    return RequestCounts(
+        r.where,
+        r.cls,
+        sc.prompt_tokens,
+        sc.output_tokens,
+        sc.agree,
+        enc.truncated,
+        enc.retokenized,
+        counts,
+    )
+
+
+def _load_checkpoint(path: Path, fingerprint: str) -> dict[str, RequestCounts]:
+    if not path.exists():
+        return {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return {}
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError:
+        head = {}
+    if head.get("fingerprint") != fingerprint:
+        raise MeasureError(
+            f"--checkpoint {path}: written by a run with other settings (log, models, drafter, K, "
+            "sampling or seed); use another file or delete it"
+        )
+    done: dict[str, RequestCounts] = {}
+    for raw in lines[1:]:
+        try:
+            rc = RequestCounts.from_json(raw)
+        except (json.JSONDecodeError, TypeError, KeyError):
+            continue  # a line cut by a crash: that request is scored again
+        done[rc.key] = rc
+    return done
+
+
+def _skipped(reasons: dict[str, list[str]]) -> list[Skipped]:
+    return [Skipped(reason=k, count=len(v), first=v[:5]) for k, v in sorted(reasons.items())]
+
+
+def _semantics(cfg: OfflineConfig) -> str:
+    if cfg.temperature == 0.0:
+        return (
+            "greedy (temperature 0): every engine step is replayed — a step accepts the drafts "
+            "that match the logged tokens and moves past them plus one; the last step verifies "
+            "drafts past the end of the output against the target's own continuation, as vLLM "
+            "counts them. Exact when the log is this target's greedy output."
+        )
+    head = (
+        f"sampling (temperature {cfg.temperature:g}, top-p {cfg.top_p:g}, top-k {cfg.top_k}): "
+        "the log must be a sample of this target at these settings (else --regenerate draws one). "
+    )
+    if cfg.draft_sampling == "greedy":
+        return head + (
+            "With vLLM's default greedy drafts the engine keeps a draft exactly when the token it "
+            "samples is the draft (a rejected one-hot draft is replaced by a token drawn without "
+            "it), so the walk that matches drafts against the sampled tokens gives each "
+            "trajectory's counters exactly; over the log they are unbiased estimates."
+        )
+    return head + (
+        "With sampled drafts, a draft was accepted with probability min(p(y), q(y)) ÷ p(y) given "
+        "the token y that came out (Leviathan et al. 2023, Algorithm 1): the counters are "
+        "expectations along each logged trajectory."
+    )
+
+
+def measure_offline(
+    cfg: OfflineConfig, *, on_progress: Progress | None = None, models: Any = None
+) -> MeasureResult:
+    """Run the whole measurement (see the module docstring). ``models`` (from
+    :func:`~alphagate.measure.offline_models.load_models`) may be passed in to reuse them."""
+    t0 = time.perf_counter()
+    rules = tuple(parse_class_rule(r) for r in cfg.class_rules)
+    read = read_logs(list(cfg.logs), class_field=cfg.class_field, class_rules=rules)
+    reqs = sample(read.requests, cfg.sample, cfg.seed)
+    if not reqs:
+        bad = sum(len(v) for v in read.skipped.values())
+        raise MeasureError(
+            f"no usable request in {', '.join(map(str, cfg.logs))} ({bad} lines skipped: {', '.join(read.skipped) or 'none'})"
+        )
+    done: dict[str, RequestCounts] = {}
+    ck = None
+    if cfg.checkpoint is not None:
+        done = _load_checkpoint(cfg.checkpoint, cfg.fingerprint())
+        ck = cfg.checkpoint.open("a", encoding="utf-8")
+        if cfg.checkpoint.stat().st_size == 0:
+            ck.write(json.dumps({"fingerprint": cfg.fingerprint()}) + "\n")
+            ck.flush()
+    try:
+        if models is None and any(r.where not in done for r in reqs):
+            from alphagate.measure.offline_models import DrafterSpec, load_models
+
+            spec = DrafterSpec(
+                cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max
+            )
+            models = load_models(
+                cfg.target,
+                spec,
+                tokenizer=cfg.tokenizer,
+                device=cfg.device,
+                dtype=cfg.dtype,
+                max_model_len=cfg.max_model_len,
+                threads=cfg.threads,
+            )
+        results: list[RequestCounts] = []
+        tokens = 0
+        for i, r in enumerate(reqs):
+            rc = done.get(r.where)
+            if rc is None:
+                rc = _score(models, r, cfg)
+                if ck is not None:
+                    ck.write(rc.to_json() + "\n")
+                    ck.flush()
+            # the class comes from this run's rules, not the checkpoint's
+            results.append(RequestCounts(**{**rc.__dict__, "cls": r.cls}))
+            tokens += rc.prompt_tokens + rc.output_tokens
+            if on_progress is not None:
+                on_progress(i + 1, len(reqs), tokens)
+    finally:
+        if ck is not None:
+            ck.close()
+    return _result(
+        cfg, read.skipped, read.left_out, len(read.requests), results, time.perf_counter() - t0
+    )
+
+
+def _result(
+    cfg: OfflineConfig,
+    skipped_lines: dict[str, list[str]],
+    left_out: dict[str, int],
+    n_read: int,
+    results: list[RequestCounts],
+    wall_s: float,
+) -> MeasureResult:
+    used = [r for r in results if r.counts is not None]
+    problems: dict[str, list[str]] = {k: list(v) for k, v in skipped_lines.items()}
+    for r in results:
+        if r.problem is not None:
+            problems.setdefault(r.problem, []).append(r.key)
+    for why, n in left_out.items():
+        problems.setdefault(why, []).extend(["(left out)"] * n)
+    if not used:
+        raise MeasureError(
+            "no request could be scored: "
+            + "; ".join(f"{k} ({len(v)})" for k, v in problems.items())
+        )
+    counts = WalkCounts.concat([r.counts for r in used if r.counts is not None])
+    p_tok = np.asarray([r.prompt_tokens for r in used], dtype=np.int64)
+    o_tok = np.asarray([r.output_tokens for r in used], dtype=np.int64)
+    rng = np.random.default_rng(cfg.seed)
+
+    def summary(rows: npt.NDArray[np.int64]) -> tuple[Any, OfflineClass]:
+        return summarize(
+            counts.take(rows),
+            cfg.k,
+            prompt_tokens=p_tok[rows],
+            output_tokens=o_tok[rows],
+            resamples=cfg.resamples,
+            rng=rng,
+        )
+
+    overall, overall_detail = summary(np.arange(len(used)))
+    names = sorted({r.cls for r in used if r.cls is not None})
+    classes, details = {}, {}
+    for name in names:
+        rows = np.asarray([i for i, r in enumerate(used) if r.cls == name], dtype=np.int64)
+        classes[name], details[name] = summary(rows)
+    greedy = cfg.temperature == 0.0
+    agree = sum(r.agree for r in used) / max(int(o_tok.sum()), 1)
+    notes = [
+        _semantics(cfg),
+        "95% intervals: bootstrap over requests (a request's steps are not independent).",
+    ]
+    if greedy and agree < _NOT_ITS_OWN:
+        notes.append(
+            f"only {agree:.1%} of the logged output tokens are this target's own greedy choice: the "
+            "log is not its greedy trajectory (another model, sampling, people, or a different "
+            "chat template). The figures measure the drafter along this text; --regenerate "
+            "replaces each output with the target's own greedy continuation (exact)."
+        )
+    elif greedy and agree < _AGREEMENT_WARN:
+        notes.append(
+            f"{agree:.2%} of the logged output tokens are this target's own greedy choice here: "
+            "near-ties that flip between this run's numerics and the server's (bf16 on GPU, "
+            "batching) — the walk follows the logged tokens; --dtype bfloat16 narrows the gap."
+        )
+    n_retok = sum(r.retokenized for r in used)
+    if n_retok:
+        notes.append(
+            f"{n_retok} requests have no output token ids in the log: their text was re-tokenized, which can split it differently than the server generated it."
+        )
+    n_trunc = sum(r.truncated for r in used)
+    if n_trunc:
+        notes.append(
+            f"{n_trunc} requests were cut to fit the context ({cfg.max_model_len or 'the model'}'s limit)."
+        )
+    if problems:
+        notes.append(
+            "left out: " + "; ".join(f"{k}: {len(v)}" for k, v in sorted(problems.items()))
+        )
+    details_rec = OfflineDetails(
+        drafter=cfg.drafter_label(),
+        target=cfg.target,
+        k=cfg.k,
+        k_max=cfg.kmax,
+        semantics="greedy" if greedy else "sampling",
+        semantics_note=_semantics(cfg),
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+        draft_sampling=cfg.draft_sampling,
+        regenerated=cfg.regenerate,
+        seed=cfg.seed,
+        sample=cfg.sample,
+        requests_read=n_read,
+        requests_used=len(used),
+        prompt_tokens=int(p_tok.sum()),
+        output_tokens=int(o_tok.sum()),
+        skipped=_skipped(problems),
+        truncated=n_trunc,
+        retokenized=n_retok,
+        trajectory_agreement=agree,
+        bootstrap_resamples=cfg.resamples,
+        wall_s=wall_s,
+        classes=details,
+        overall=overall_detail,
+    )
+    return MeasureResult(
+        verb="measure offline",
+        source=", ".join(str(p) for p in cfg.logs),
+        window_s=None,
+        overall=overall,
+        classes=classes,
+        sources=len(cfg.logs),
+        notes=notes,
+        offline=details_rec,
+    )

@@ -1,0 +1,83 @@
+"""The records ``measure offline`` adds to a :class:`~alphagate.measure.results.MeasureResult`:
+acceptance for every K up to ``--k-max``, the acceptance-length histogram, what was read and
+used, and how the numbers were obtained. The acceptance at the chosen K itself is the result's
+ordinary ``overall`` / ``classes`` (:class:`~alphagate.measure.estimate.AcceptanceEstimate`), so
+``plan --alpha-from`` and ``gate --measure`` read it per class like any measurement."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from alphagate.core.records import Frozen
+from alphagate.measure.estimate import Interval
+
+__all__ = ["OfflineClass", "OfflineDetails", "OfflineK", "Skipped"]
+
+
+class OfflineK(Frozen):
+    """Acceptance at one K, with 95% bootstrap intervals over requests."""
+
+    k: int
+    num_drafts: float
+    draft_acceptance_rate: float | None = Field(description="ρ = accepted ÷ drafted")
+    draft_acceptance_rate_ci: Interval | None
+    mean_acceptance_length: float | None = Field(description="τ = 1 + accepted ÷ drafts")
+    mean_acceptance_length_ci: Interval | None
+    alpha_iid: float | None = Field(description="the i.i.d. conditional α that gives this ρ")
+    alpha_iid_ci: Interval | None
+
+
+class OfflineClass(Frozen):
+    """One class (or all traffic): what it held, and acceptance for every K."""
+
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    by_k: list[OfflineK] = Field(description="K = 1 … k_max")
+    acceptance_length_histogram: list[float] = Field(
+        description="at the chosen K: steps that emitted j + 1 tokens (j drafts accepted), j = 0…K"
+    )
+
+
+class Skipped(Frozen):
+    """Lines or requests left out for one reason."""
+
+    reason: str
+    count: int
+    first: list[str] = Field(description="the first few, as file:line")
+
+
+class OfflineDetails(Frozen):
+    """How an offline measurement was made."""
+
+    drafter: str = Field(description="ngram(min, max), draft_model PATH or eagle3 PATH")
+    target: str
+    k: int
+    k_max: int
+    semantics: Literal["greedy", "sampling"]
+    semantics_note: str
+    temperature: float
+    top_p: float
+    top_k: int
+    draft_sampling: Literal["greedy", "probabilistic"]
+    regenerated: bool = Field(
+        description="the target's own continuation replaced the logged output"
+    )
+    seed: int
+    sample: int | None = Field(description="--sample: a seeded subset of this many requests")
+    requests_read: int
+    requests_used: int
+    prompt_tokens: int
+    output_tokens: int
+    skipped: list[Skipped] = Field(default_factory=list)
+    truncated: int = Field(description="requests cut to fit the context")
+    retokenized: int = Field(description="requests whose output ids came from re-tokenizing text")
+    trajectory_agreement: float | None = Field(
+        description="share of logged output tokens that are the target's own greedy choice"
+    )
+    bootstrap_resamples: int
+    wall_s: float
+    classes: dict[str, OfflineClass] = Field(default_factory=dict)
+    overall: OfflineClass
