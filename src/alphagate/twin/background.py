@@ -15,6 +15,9 @@ from alphagate.twin.server import ENGINE_KEY, create_app
 
 __all__ = ["serve_in_thread", "twin_in_thread"]
 
+#: Seconds in-flight requests get to finish when a server thread stops.
+SHUTDOWN_TIMEOUT_S = 5.0
+
 
 @contextmanager
 def serve_in_thread(
@@ -38,6 +41,9 @@ def serve_in_thread(
             access_log=None,
             handler_cancellation=handler_cancellation,
             keepalive_timeout=keepalive_timeout,
+            # requests still in flight when the block ends (a client that keeps streaming) get
+            # this long to finish, then are cancelled: stopping never waits on a client
+            shutdown_timeout=SHUTDOWN_TIMEOUT_S,
         )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
@@ -60,7 +66,7 @@ def serve_in_thread(
     finally:
         runner = state["runner"]
         assert isinstance(runner, web.AppRunner)
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(30)
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(SHUTDOWN_TIMEOUT_S + 60)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(30)
         loop.close()
