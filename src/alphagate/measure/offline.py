@@ -41,6 +41,8 @@ Progress = Callable[[int, int, int], None]  # requests done, requests in all, to
 _AGREEMENT_WARN = 0.999
 #: below this share of greedy agreement the log is taken not to be the target's own output
 _NOT_ITS_OWN = 0.9
+#: requests scored before their walks run together (and their checkpoint lines are written)
+_WALK_BATCH = 16
 
 
 class OfflineConfig(Frozen):
@@ -173,7 +175,9 @@ def _request_seed(seed: int, r: LoggedRequest) -> int:
     return int(ss.generate_state(1)[0])
 
 
-def _score(models: Any, r: LoggedRequest, cfg: OfflineConfig) -> RequestCounts:
+def _score(models: Any, r: LoggedRequest, cfg: OfflineConfig) -> RequestCounts | Any:
+    """One request scored (a :class:`~alphagate.measure.offline_models.Scored`, walked later
+    with its batch), or the :class:`RequestCounts` of a request that cannot be used."""
     from alphagate.measure.offline_models import Sampling, encode, score_request
 
     enc = encode(r, models.tokenizer, models.max_model_len, cfg.kmax)
@@ -194,25 +198,49 @@ def _score(models: Any, r: LoggedRequest, cfg: OfflineConfig) -> RequestCounts:
             "empty output",
         )
     s = Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.draft_sampling)
-    sc = score_request(
+    return score_request(
         models, enc, cfg.kmax, s, _request_seed(cfg.seed, r), regenerate=cfg.regenerate
     )
-    nc = np.asarray([sc.num_contexts])
-    if sc.run is not None:
-        counts = walk_greedy(sc.run, sc.length, nc, cfg.kmax)
-    else:
-        assert sc.accept is not None
-        counts = walk_expected(sc.accept, sc.length, nc, cfg.kmax)
-    return RequestCounts(
-        r.where,
-        r.cls,
-        sc.prompt_tokens,
-        sc.output_tokens,
-        sc.agree,
-        enc.truncated,
-        enc.retokenized,
-        counts,
-    )
+
+
+def _walk(batch: list[tuple[LoggedRequest, Any]], cfg: OfflineConfig) -> list[RequestCounts]:
+    """Walk a batch of scored requests at once (the walks are array code over requests, so one
+    call for many requests costs about what one call for one request does; each request's
+    counters are the same as walked alone) and pair each with its request."""
+    from alphagate.measure.offline_models import Encoded, Scored
+
+    scored = [(r, sc) for r, sc in batch if isinstance(sc, Scored)]
+    counts: WalkCounts | None = None
+    if scored:
+        nc = np.asarray([sc.num_contexts for _, sc in scored], dtype=np.int64)
+        length = np.concatenate([sc.length for _, sc in scored])
+        if all(sc.run is not None for _, sc in scored):
+            run = np.concatenate([sc.run for _, sc in scored if sc.run is not None])
+            counts = walk_greedy(run, length, nc, cfg.kmax)
+        else:
+            acc = np.concatenate([sc.accept for _, sc in scored if sc.accept is not None])
+            counts = walk_expected(acc, length, nc, cfg.kmax)
+    out: list[RequestCounts] = []
+    i = 0
+    for r, sc in batch:
+        if not isinstance(sc, Scored):
+            out.append(sc)
+            continue
+        assert counts is not None and isinstance(sc.encoded, Encoded)
+        out.append(
+            RequestCounts(
+                r.where,
+                r.cls,
+                sc.prompt_tokens,
+                sc.output_tokens,
+                sc.agree,
+                sc.encoded.truncated,
+                sc.encoded.retokenized,
+                counts.take(np.asarray([i])),
+            )
+        )
+        i += 1
+    return out
 
 
 def _load_checkpoint(path: Path, fingerprint: str) -> dict[str, RequestCounts]:
@@ -310,18 +338,23 @@ def measure_offline(
             )
         results: list[RequestCounts] = []
         tokens = 0
-        for i, r in enumerate(reqs):
-            rc = done.get(r.where)
-            if rc is None:
-                rc = _score(models, r, cfg)
-                if ck is not None:
-                    ck.write(rc.to_json() + "\n")
-                    ck.flush()
-            # the class comes from this run's rules, not the checkpoint's
-            results.append(RequestCounts(**{**rc.__dict__, "cls": r.cls}))
-            tokens += rc.prompt_tokens + rc.output_tokens
-            if on_progress is not None:
-                on_progress(i + 1, len(reqs), tokens)
+        for lo in range(0, len(reqs), _WALK_BATCH):
+            part = reqs[lo : lo + _WALK_BATCH]
+            todo = [(r, _score(models, r, cfg)) for r in part if r.where not in done]
+            fresh = {rc.key: rc for rc in _walk(todo, cfg)}
+            for r in part:
+                rc = done.get(r.where)
+                if rc is None:
+                    rc = fresh[r.where]
+                    if ck is not None:
+                        ck.write(rc.to_json() + "\n")
+                # the class comes from this run's rules, not the checkpoint's
+                results.append(RequestCounts(**{**rc.__dict__, "cls": r.cls}))
+                tokens += rc.prompt_tokens + rc.output_tokens
+                if on_progress is not None:
+                    on_progress(len(results), len(reqs), tokens)
+            if ck is not None:
+                ck.flush()
     finally:
         if ck is not None:
             ck.close()

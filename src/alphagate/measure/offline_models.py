@@ -616,6 +616,7 @@ class Scored:
     prompt_tokens: int
     output_tokens: int
     agree: int  # output positions where the target's argmax equals the logged token
+    encoded: Encoded | None = None  # what was scored
 
 
 def _sampler(torch: Any, s: Sampling, gen: Any) -> Any:
@@ -724,7 +725,7 @@ def score_request(
         from alphagate.measure.offline_walk import greedy_run
 
         run = greedy_run(drafts.tokens, length, seq[want])
-        return Scored(q, length, run, None, p, n, agree)
+        return Scored(q, length, run, None, p, n, agree, enc)
     p_y = np.zeros(q * k_max)
     flat = (want - 1).ravel()
     for lo in range(0, p + n + k_max, _LOGIT_CHUNK):  # the target's p(y) at every drafted token
@@ -735,4 +736,4 @@ def score_request(
             p_y[sel] = _gather(torch, probs[rows], seq[want].ravel()[sel])
     accept = _posterior(p_y.reshape(q, k_max), q_y)
     accept = np.where(np.arange(k_max)[None, :] < length[:, None], accept, 0.0)
-    return Scored(q, length, None, accept, p, n, agree)
+    return Scored(q, length, None, accept, p, n, agree, enc)
