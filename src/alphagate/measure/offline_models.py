@@ -441,15 +441,18 @@ class Eagle3Head:
                 .transpose(0, 1)
                 .reshape(x_last + 1, -1)
             )
-            out, normed = self._finish(a, residual)
+            # keys and values at every teacher position; the layer's output only where a chain
+            # starts (T − 2 for the contexts T): attention output projection and MLP skip the rest
+            first = int(contexts.min()) - 2
+            out, normed = self._finish(a[first:], residual[first:])
             ctx = torch.as_tensor(contexts, dtype=torch.long, device=self.device)
             scale = 1.0 / math.sqrt(self.head_dim)
             positions = torch.arange(x_last + 1, device=self.device)
             for lo in range(0, contexts.size, _CHAIN_CHUNK):
                 rows = np.arange(lo, min(lo + _CHAIN_CHUNK, contexts.size))
                 t = ctx[rows]
-                keep = torch.as_tensor(score(0, rows, normed[t - 2]), device=self.device)
-                h = out[t - 2]
+                keep = torch.as_tensor(score(0, rows, normed[t - 2 - first]), device=self.device)
+                h = out[t - 2 - first]
                 kc = vc = None  # the chain's own keys and values, [n, heads, j, d]
                 for j in range(1, k_max):
                     if not bool(keep.any()):
@@ -641,6 +644,36 @@ def _posterior(p_y: FloatArray, q_y: FloatArray) -> FloatArray:
         return np.where(p_y > 0, np.minimum(p_y, q_y) / np.where(p_y > 0, p_y, 1.0), 0.0)
 
 
+def _target_pass(
+    m: Models, s: Sampling, hid: Any, seq: IntArray, p: int, n: int, want: IntArray | None
+) -> tuple[int, FloatArray | None]:
+    """The target's logits from position p − 1 on, chunk by chunk, each used twice: how many
+    output tokens are its argmax (positions p − 1 … p + n − 2 predict the output), and — when
+    ``want`` (``[Q, k_max]`` token indices) is given — its processed probability of each drafted
+    token (position ``want − 1`` predicts it), computed once per position."""
+    torch = m.torch
+    end = p + n - 1 if want is None else int(hid.shape[0])
+    agree = 0
+    p_y = None if want is None else np.zeros(want.shape)
+    flat = None if want is None else (want - 1).ravel()
+    for lo in range(p - 1, end, _LOGIT_CHUNK):
+        hi = min(lo + _LOGIT_CHUNK, end)
+        lg = m.target.logits(hid[lo:hi])
+        top = min(hi, p + n - 1)
+        if top > lo:
+            am = lg[: top - lo].argmax(dim=-1).cpu().numpy()
+            agree += int((am == seq[lo + 1 : top + 1]).sum())
+        if want is None or p_y is None or flat is None:
+            continue
+        sel = np.flatnonzero((flat >= lo) & (flat < hi))
+        if sel.size:
+            first = int(flat[sel].min())  # the rows drafted tokens are read from
+            probs = processed_probs(torch, lg[first - lo :], s)
+            rows = torch.as_tensor(flat[sel] - first, device=probs.device)
+            p_y.flat[sel] = _gather(torch, probs[rows], seq[want].ravel()[sel])
+    return agree, p_y
+
+
 def score_request(
     m: Models,
     enc: Encoded,
@@ -669,16 +702,13 @@ def score_request(
     # the last step verifies up to k_max − 1 tokens past the output: the target continues it
     hid, aux, ext = m.target.hidden(seq0, aux_ids=m.aux_ids, extend=k_max - 1, sampler=sampler)
     seq = np.concatenate([seq0, ext])
-    # 1. the trajectory check: the target's own greedy choice at each output position
-    agree = 0
-    for lo in range(p - 1, p + n - 1, _LOGIT_CHUNK):
-        hi = min(lo + _LOGIT_CHUNK, p + n - 1)
-        am = m.target.logits(hid[lo:hi]).argmax(dim=-1).cpu().numpy()
-        agree += int((am == seq[lo + 1 : hi + 1]).sum())
     q = max(n - 1, 0)
     contexts = np.arange(p + 1, p + 1 + q, dtype=np.int64)
     want = contexts[:, None] + np.arange(k_max)[None, :]  # the token index each draft proposes
     sampled = not s.greedy and s.draft_sampling == "probabilistic"
+    # 1. the trajectory check — the target's own greedy choice at each output position — and,
+    # for sampled drafts, the target's p(y) at every drafted token, from one logits pass
+    agree, p_y = _target_pass(m, s, hid, seq, p, n, want if sampled else None)
     q_y = np.zeros((q, k_max))  # sampled drafts: the draft's probability of the emitted token
     # 2. the drafts at every context
     if q == 0:
@@ -694,16 +724,16 @@ def score_request(
         assert m.draft is not None
         dh, _, _ = m.draft.hidden(seq[: p + n + k_max - 2])
         am_parts, qy_parts = [], []
-        for lo in range(0, dh.shape[0], _LOGIT_CHUNK):
+        for lo in range(p, dh.shape[0], _LOGIT_CHUNK):  # drafted positions: p … (want − 1)
             lg = m.draft.logits(dh[lo : lo + _LOGIT_CHUNK])
             am_parts.append(lg.argmax(dim=-1).cpu().numpy())
             if sampled:
                 nxt = seq[lo + 1 : lo + 1 + lg.shape[0]]
                 qy_parts.append(_gather(torch, processed_probs(torch, lg, s), nxt))
         am = np.concatenate(am_parts)
-        drafts = Drafts(am[want - 1], np.full(q, k_max, dtype=np.int64))
+        drafts = Drafts(am[want - 1 - p], np.full(q, k_max, dtype=np.int64))
         if sampled:
-            q_y = np.concatenate(qy_parts)[want - 1]
+            q_y = np.concatenate(qy_parts)[want - 1 - p]
     else:
         assert m.head is not None and aux is not None
         toks = np.full((q, k_max), -1, dtype=np.int64)  # −1: not unrolled (after a mismatch)
@@ -726,14 +756,7 @@ def score_request(
 
         run = greedy_run(drafts.tokens, length, seq[want])
         return Scored(q, length, run, None, p, n, agree, enc)
-    p_y = np.zeros(q * k_max)
-    flat = (want - 1).ravel()
-    for lo in range(0, p + n + k_max, _LOGIT_CHUNK):  # the target's p(y) at every drafted token
-        sel = np.flatnonzero((flat >= lo) & (flat < lo + _LOGIT_CHUNK))
-        if sel.size:
-            probs = processed_probs(torch, m.target.logits(hid[lo : lo + _LOGIT_CHUNK]), s)
-            rows = torch.as_tensor(flat[sel] - lo)
-            p_y[sel] = _gather(torch, probs[rows], seq[want].ravel()[sel])
-    accept = _posterior(p_y.reshape(q, k_max), q_y)
+    assert p_y is not None
+    accept = _posterior(p_y, q_y)
     accept = np.where(np.arange(k_max)[None, :] < length[:, None], accept, 0.0)
     return Scored(q, length, None, accept, p, n, agree, enc)
