@@ -15,10 +15,10 @@ $(VENV)/.runtime: pyproject.toml
 	touch $@
 
 # Dev install: torch 2.13.0 first (the CPU wheel on disk; an unpinned torch would
-# pull a multi-GB CUDA build), then the package with its dev and offline extras.
+# pull a multi-GB CUDA build), then the package with its dev, offline and ray extras.
 $(VENV)/.dev: pyproject.toml $(VENV)/.runtime
 	$(PIP) install "torch==2.13.0"
-	$(PIP) install -e ".[dev,offline]"
+	$(PIP) install -e ".[dev,offline,ray]"
 	touch $@
 
 demo: $(VENV)/.runtime

@@ -368,6 +368,22 @@ def offline(
         Path | None,
         typer.Option("--checkpoint", help="Append each scored request here; resume from it."),
     ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="local|ADDRESS",
+            help="Score on Ray actors: `local` starts a Ray instance here for this run; an "
+            "address (HOST:PORT of `ray start --head`, ray://HOST:10001) joins that cluster. "
+            "Same numbers as without. Needs alphagate[ray].",
+        ),
+    ] = None,
+    ray_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--ray-workers", min=1, help="Ray actors (default: one per GPU, else per CPU)."
+        ),
+    ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
     out: OutOpt = None,
     as_json: JsonOpt = False,
@@ -379,7 +395,9 @@ def offline(
     teacher-forced target pass per request, then every engine step is replayed. With
     --temperature the log must be a sample of the target at those settings (--regenerate draws
     one). Models load from local paths or the local Hugging Face cache only. The results JSON is
-    what `plan --alpha-from` and `gate --measure` read. Exit codes: 0 measured, 2 bad input.
+    what `plan --alpha-from` and `gate --measure` read. With --ray the requests are shared out
+    to Ray actors (each loads the models once) on this machine or a cluster. Exit codes: 0
+    measured, 2 bad input.
     """
     from pydantic import ValidationError
 
@@ -412,6 +430,8 @@ def offline(
             max_model_len=max_model_len,
             threads=threads,
             checkpoint=checkpoint,
+            ray=ray,
+            ray_workers=ray_workers,
             **parse_drafter(drafter),
         )
     except MeasureError as exc:

@@ -2,9 +2,12 @@
 is turned on — read the log, score every request (one teacher-forced target pass, the drafter at
 every context), walk the engine's steps for every K, and sum vLLM's counters per class.
 
-Phases: (1) read and sample the log; (2) load the models; (3) per request, in log order: encode,
-score, walk — each finished request is appended to the checkpoint, so a long run resumes where
-it stopped; (4) summarise per class and overall, with intervals by bootstrap over requests.
+Phases: (1) read and sample the log; (2) load the models; (3) per batch of requests, in log
+order: encode and score each, walk them together — each finished batch is appended to the
+checkpoint, so a long run resumes where it stopped; with ``--ray`` the batches are shared out
+to Ray actors that each load the models once (:mod:`alphagate.measure.offline_ray`), and each
+request comes back with its counts, not averages; (4) summarise per class and overall, in log
+order, with intervals by bootstrap over requests.
 The same seed gives the same numbers, resumed or not: every request draws from its own seeded
 generator, keyed by its place in the log.
 """
@@ -35,7 +38,14 @@ from alphagate.measure.offline_stats import BOOTSTRAP, summarize
 from alphagate.measure.offline_walk import WalkCounts, walk_expected, walk_greedy
 from alphagate.measure.results import MeasureError, MeasureResult
 
-__all__ = ["OfflineConfig", "RequestCounts", "measure_offline", "parse_drafter"]
+__all__ = [
+    "OfflineConfig",
+    "RequestCounts",
+    "load",
+    "measure_offline",
+    "parse_drafter",
+    "score_batch",
+]
 
 Progress = Callable[[int, int, int], None]  # requests done, requests in all, tokens done
 _AGREEMENT_WARN = 0.999
@@ -72,6 +82,8 @@ class OfflineConfig(Frozen):
     threads: int | None = Field(default=None, ge=1, description="torch CPU threads")
     checkpoint: Path | None = None
     resamples: int = Field(default=BOOTSTRAP, ge=0)
+    ray: str | None = Field(default=None, description="score on Ray: 'local' or a cluster address")
+    ray_workers: int | None = Field(default=None, ge=1, description="default: one per CPU / GPU")
 
     @model_validator(mode="after")
     def _check(self) -> OfflineConfig:
@@ -81,6 +93,10 @@ class OfflineConfig(Frozen):
             raise ValueError(f"--drafter {self.drafter} needs a path: {self.drafter}:PATH")
         if self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError("prompt_lookup_min is above prompt_lookup_max")
+        if self.ray_workers is not None and self.ray is None:
+            raise ValueError("--ray-workers needs --ray (local or a cluster address)")
+        if self.ray is not None and not self.ray.strip():
+            raise ValueError("--ray: expected local or a cluster address (host:port, ray://…)")
         return self
 
     @property
@@ -96,7 +112,16 @@ class OfflineConfig(Frozen):
         """What a checkpoint must match to be resumed: everything that changes a request's counts."""
         keep = self.model_dump(
             mode="json",
-            exclude={"checkpoint", "resamples", "device", "threads", "class_field", "class_rules"},
+            exclude={
+                "checkpoint",
+                "resamples",
+                "device",
+                "threads",
+                "class_field",
+                "class_rules",
+                "ray",
+                "ray_workers",
+            },
         )
         return f"{zlib.crc32(json.dumps(keep, sort_keys=True).encode()):08x}"
 
@@ -201,6 +226,28 @@ def _score(models: Any, r: LoggedRequest, cfg: OfflineConfig) -> RequestCounts |
     return score_request(
         models, enc, cfg.kmax, s, _request_seed(cfg.seed, r), regenerate=cfg.regenerate
     )
+
+
+def load(cfg: OfflineConfig) -> Any:
+    """The models of a run (:func:`~alphagate.measure.offline_models.load_models`)."""
+    from alphagate.measure.offline_models import DrafterSpec, load_models
+
+    spec = DrafterSpec(cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max)
+    return load_models(
+        cfg.target,
+        spec,
+        tokenizer=cfg.tokenizer,
+        device=cfg.device,
+        dtype=cfg.dtype,
+        max_model_len=cfg.max_model_len,
+        threads=cfg.threads,
+    )
+
+
+def score_batch(models: Any, part: list[LoggedRequest], cfg: OfflineConfig) -> list[RequestCounts]:
+    """Score requests (in this process, or in a Ray worker) and walk them together: a
+    request's counters do not depend on which batch, process or machine scored it."""
+    return _walk([(r, _score(models, r, cfg)) for r in part], cfg)
 
 
 def _walk(batch: list[tuple[LoggedRequest, Any]], cfg: OfflineConfig) -> list[RequestCounts]:
@@ -320,44 +367,45 @@ def measure_offline(
         if cfg.checkpoint.stat().st_size == 0:
             ck.write(json.dumps({"fingerprint": cfg.fingerprint()}) + "\n")
             ck.flush()
-    try:
-        if models is None and any(r.where not in done for r in reqs):
-            from alphagate.measure.offline_models import DrafterSpec, load_models
+    todo = [r for r in reqs if r.where not in done]
+    fresh: dict[str, RequestCounts] = {}
+    tokens = sum(
+        done[r.where].prompt_tokens + done[r.where].output_tokens for r in reqs if r.where in done
+    )
 
-            spec = DrafterSpec(
-                cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max
-            )
-            models = load_models(
-                cfg.target,
-                spec,
-                tokenizer=cfg.tokenizer,
-                device=cfg.device,
-                dtype=cfg.dtype,
-                max_model_len=cfg.max_model_len,
-                threads=cfg.threads,
-            )
-        results: list[RequestCounts] = []
-        tokens = 0
-        for lo in range(0, len(reqs), _WALK_BATCH):
-            part = reqs[lo : lo + _WALK_BATCH]
-            todo = [(r, _score(models, r, cfg)) for r in part if r.where not in done]
-            fresh = {rc.key: rc for rc in _walk(todo, cfg)}
-            for r in part:
-                rc = done.get(r.where)
-                if rc is None:
-                    rc = fresh[r.where]
-                    if ck is not None:
-                        ck.write(rc.to_json() + "\n")
-                # the class comes from this run's rules, not the checkpoint's
-                results.append(RequestCounts(**{**rc.__dict__, "cls": r.cls}))
-                tokens += rc.prompt_tokens + rc.output_tokens
-                if on_progress is not None:
-                    on_progress(len(results), len(reqs), tokens)
+    def finished(part: list[RequestCounts]) -> None:
+        """Scored requests come back a batch at a time: checkpoint them, report progress."""
+        nonlocal tokens
+        for rc in part:
+            fresh[rc.key] = rc
+            tokens += rc.prompt_tokens + rc.output_tokens
             if ck is not None:
-                ck.flush()
+                ck.write(rc.to_json() + "\n")
+        if ck is not None:
+            ck.flush()
+        if on_progress is not None:
+            on_progress(len(reqs) - len(todo) + len(fresh), len(reqs), tokens)
+
+    try:
+        if cfg.ray is not None and todo:
+            if models is not None:
+                raise MeasureError("with --ray each Ray worker loads the models: pass none")
+            from alphagate.measure.offline_ray import score_on_ray
+
+            score_on_ray(cfg, todo, finished)
+        elif todo:
+            if models is None:
+                models = load(cfg)
+            for lo in range(0, len(todo), _WALK_BATCH):
+                finished(score_batch(models, todo[lo : lo + _WALK_BATCH], cfg))
     finally:
         if ck is not None:
             ck.close()
+    # in log order, whoever scored them; the class comes from this run's rules, not the checkpoint's
+    results = [
+        RequestCounts(**{**(done.get(r.where) or fresh[r.where]).__dict__, "cls": r.cls})
+        for r in reqs
+    ]
     return _result(
         cfg, read.skipped, read.left_out, len(read.requests), results, time.perf_counter() - t0
     )

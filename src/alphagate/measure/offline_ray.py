@@ -1,0 +1,152 @@
+"""``alphagate measure offline --ray``: the log's requests scored by Ray actors (Moritz et al.
+2018, "Ray: A Distributed Framework for Emerging AI Applications", OSDI), on this machine or on a
+cluster of many.
+
+Each actor loads the target and the drafter once (``num_gpus=1`` each when the cluster has
+GPUs) and scores batches of requests with :func:`~alphagate.measure.offline.score_batch` — the
+same code as a single-process run. Batches are handed out as actors free up (a slow node takes
+fewer), and every request comes back with its own counters (:class:`~alphagate.measure.offline.
+RequestCounts`: counts per position and acceptance-length histograms, not averages). A
+request's counters depend only on the request, the models, the settings and the seed (each
+request draws from its own generator, keyed by its place in the log), so the driver, which puts
+them back in log order and summarises them, gets exactly the single-process numbers, bootstrap
+intervals included.
+
+``local`` starts a Ray instance on 127.0.0.1 for this run (no dashboard, CPUs bounded by this
+machine's) and stops it at the end; an address (``HOST:PORT`` of a head started with ``ray start
+--head``, or ``ray://HOST:10001``) joins that cluster, whose nodes must reach the models at the
+same path (or hold them in their Hugging Face cache) and have alphagate installed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+from alphagate.measure.offline import OfflineConfig, RequestCounts, load, score_batch
+from alphagate.measure.offline_logs import LoggedRequest
+from alphagate.measure.results import MeasureError
+
+__all__ = ["score_on_ray"]
+
+#: requests per task: small enough that actors finish together, large enough that a task's
+#: overhead (milliseconds) is nothing beside scoring it
+_TASK = 16
+
+
+class Scorer:
+    """A Ray actor's state: the models, loaded once, and the run's settings."""
+
+    def __init__(self, cfg: OfflineConfig) -> None:
+        self.cfg = cfg
+        self.models = load(cfg)
+
+    def score(self, part: list[LoggedRequest]) -> list[RequestCounts]:
+        return score_batch(self.models, part, self.cfg)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MeasureError(
+            "--ray needs Ray: pip install 'alphagate[ray]' (on every node of the cluster)"
+        ) from None
+    return ray
+
+
+def _connect(ray: Any, cfg: OfflineConfig) -> None:
+    kw: dict[str, Any] = {"logging_level": "warning", "log_to_driver": False}
+    address = cfg.ray or "local"
+    try:
+        if address == "local":
+            # this machine's CPUs, or what --ray-workers × --threads asks for
+            want = cfg.ray_workers * (cfg.threads or 1) if cfg.ray_workers else None
+            ray.init(
+                address="local",
+                num_cpus=want or os.cpu_count() or 1,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                **kw,
+            )
+        else:
+            ray.init(address=address, **kw)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise MeasureError(f"--ray {address}: cannot start or join Ray ({exc})") from None
+
+
+def _actor_options(ray: Any, cfg: OfflineConfig, workers: int | None) -> tuple[int, dict[str, Any]]:
+    """How many actors, and what each asks for: a GPU each when the cluster has GPUs and the
+    run may use them (``--device`` auto or cuda), else ``--threads`` CPUs (1 by default)."""
+    res = ray.cluster_resources()
+    gpus = int(res.get("GPU", 0))
+    cpus = cfg.threads or 1
+    if gpus and not cfg.device.startswith("cpu"):
+        n = min(workers or gpus, gpus)  # an actor that can never be placed would wait forever
+        return n, {"num_gpus": 1, "num_cpus": min(cpus, max(int(res.get("CPU", 1)) // n, 1))}
+    room = max(int(res.get("CPU", 1)) // cpus, 1)
+    return min(workers or room, room), {"num_cpus": cpus}
+
+
+def _unwrap(exc: Exception) -> MeasureError:
+    """A worker's error as the single-process run would have said it."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, MeasureError):
+        return cause
+    text = str(exc)
+    mark = "MeasureError: "  # an actor that failed to start carries its error as text
+    if mark in text:
+        return MeasureError(text.split(mark, 1)[1].strip().splitlines()[0])
+    last = text.strip().splitlines()
+    return MeasureError(f"a Ray worker failed: {last[-1] if last else type(exc).__name__}")
+
+
+def score_on_ray(
+    cfg: OfflineConfig,
+    requests: list[LoggedRequest],
+    finished: Callable[[list[RequestCounts]], None],
+) -> None:
+    """Score ``requests`` on Ray (see the module docstring); ``finished`` receives each batch
+    as it comes back, in whatever order the actors finish."""
+    ray = _import_ray()
+    assert cfg.ray is not None
+    _connect(ray, cfg)
+    try:
+        n, opts = _actor_options(ray, cfg, cfg.ray_workers)
+        n = min(n, len(requests))
+        size = max(1, min(_TASK, math.ceil(len(requests) / n)))
+        tasks = [requests[i : i + size] for i in range(0, len(requests), size)]
+        remote = ray.remote(**opts)(Scorer)
+        # settings travel without the driver's checkpoint path (the driver writes it)
+        wcfg = cfg.model_copy(
+            update={
+                "checkpoint": None,
+                "ray": None,
+                "ray_workers": None,
+                "threads": opts["num_cpus"],
+            }
+        )
+        actors = [remote.remote(wcfg) for _ in range(min(n, len(tasks)))]
+        queue = iter(tasks)
+        pending: dict[Any, Any] = {}
+        for a in actors:
+            t = next(queue, None)
+            if t is not None:
+                pending[a.score.remote(t)] = a
+        while pending:
+            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            actor = pending.pop(ref)
+            try:
+                part = ray.get(ref)
+            except Exception as exc:  # an actor's error, raised again in the driver
+                raise _unwrap(exc) from None
+            finished(part)
+            t = next(queue, None)
+            if t is not None:
+                pending[actor.score.remote(t)] = actor
+        for a in actors:
+            ray.kill(a)
+    finally:
+        ray.shutdown()

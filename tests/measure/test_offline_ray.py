@@ -1,0 +1,108 @@
+"""``measure offline --ray``: a local Ray instance with two workers gives exactly the numbers of
+the single-process run — counts, rates, intervals (same seed, same bootstrap) and the JSON — and
+a missing ``ray`` extra is a clear error."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from alphagate.measure.offline import OfflineConfig, measure_offline
+from alphagate.measure.results import MeasureError
+from tests.conftest import Cli
+from tests.measure.offline_fixtures import Tiny, build, greedy_log
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
+    return build(tmp_path_factory.mktemp("ray-offline"))
+
+
+@pytest.fixture(scope="module")
+def log(tiny: Tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ray-log") / "log.jsonl"
+    prompts = ["def f(x):\n    ", "((((((((", "Dear reader,", "0000000000", "import os\n", "aaaa"]
+    greedy_log(tiny, path, prompts, 24, ["code", "code", "prose", "other", "code", "other"])
+    return path
+
+
+def _numbers(payload: dict[str, Any]) -> dict[str, Any]:
+    """Everything but the wall time."""
+    out = json.loads(json.dumps(payload))
+    out["offline"].pop("wall_s")
+    return out  # type: ignore[no-any-return]
+
+
+def test_two_local_workers_give_the_single_process_numbers(
+    cli: Cli, tiny: Tiny, log: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip(
+        "ray", reason="the `ray` extra is not installed (pip install 'alphagate[ray]')"
+    )
+    args = [
+        "measure", "offline", "--log", str(log), "--target", str(tiny.target),
+        "--drafter", f"eagle3:{tiny.eagle3}", "--k", "2", "--k-max", "3",
+        "--temperature", "0.7", "--draft-sampling", "probabilistic", "--seed", "7",
+        "--threads", "1", "--class-field", "request.meta.cls",
+    ]  # fmt: skip
+    one = cli.json(*args)
+    ck = tmp_path / "ray.ckpt"
+    ray = cli.json(*args, "--ray", "local", "--ray-workers", "2", "--checkpoint", str(ck))
+    assert _numbers(ray) == _numbers(one)
+    assert set(one["classes"]) == {"code", "prose", "other"}
+    assert one["overall"]["draft_acceptance_rate_ci"] is not None  # the bootstrap ran
+    # the driver wrote every request to the checkpoint, and a resumed run reads them back
+    assert len(ck.read_text().splitlines()) == 1 + 6
+    again = cli.json(*args, "--checkpoint", str(ck))
+    assert _numbers(again) == _numbers(one)
+
+
+def test_greedy_counts_on_ray_equal_the_single_process_counts(tiny: Tiny, log: Path) -> None:
+    pytest.importorskip(
+        "ray", reason="the `ray` extra is not installed (pip install 'alphagate[ray]')"
+    )
+    base: dict[str, Any] = {
+        "logs": (log,),
+        "target": str(tiny.target),
+        "drafter": "draft_model",
+        "drafter_path": str(tiny.draft),
+        "k": 3,
+        "threads": 1,
+        "class_rules": ("code=def |import|\\(",),
+    }
+    one = measure_offline(OfflineConfig(**base))
+    ray = measure_offline(OfflineConfig(**base, ray="local", ray_workers=2))
+    assert _numbers(ray.payload()) == _numbers(one.payload())
+
+
+def test_missing_ray_extra_is_a_clear_error(
+    tiny: Tiny, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = builtins.__import__
+
+    def no_ray(name: str, *a: Any, **kw: Any) -> Any:
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    cfg = OfflineConfig(
+        logs=(log,), target=str(tiny.target), drafter="ngram", ray="local", ray_workers=2
+    )
+    with pytest.raises(MeasureError, match=r"pip install 'alphagate\[ray\]'"):
+        measure_offline(cfg)
+
+
+def test_ray_workers_need_ray(cli: Cli, tiny: Tiny, log: Path) -> None:
+    r = cli.run(
+        "measure", "offline", "--log", str(log), "--target", str(tiny.target),
+        "--drafter", "ngram", "--ray-workers", "2",
+    )  # fmt: skip
+    assert r.exit_code == 2 and "--ray-workers needs --ray" in r.output, r.output
