@@ -29,7 +29,7 @@ from alphagate.measure.offline import OfflineConfig, RequestCounts, load, score_
 from alphagate.measure.offline_logs import LoggedRequest
 from alphagate.measure.results import MeasureError
 
-__all__ = ["score_on_ray"]
+__all__ = ["Scorer", "dispatch", "score_on_ray"]
 
 #: requests per task: small enough that actors finish together, large enough that a task's
 #: overhead (milliseconds) is nothing beside scoring it
@@ -43,8 +43,40 @@ class Scorer:
         self.cfg = cfg
         self.models = load(cfg)
 
+    def ready(self) -> bool:
+        """Returns once the models are loaded."""
+        return True
+
     def score(self, part: list[LoggedRequest]) -> list[RequestCounts]:
         return score_batch(self.models, part, self.cfg)
+
+
+def dispatch(
+    ray: Any,
+    actors: list[Any],
+    requests: list[LoggedRequest],
+    finished: Callable[[list[RequestCounts]], None],
+) -> None:
+    """Hand ``requests`` to ``actors`` (of :class:`Scorer`) in tasks of up to ``_TASK``, the next
+    task to whichever actor finishes first; ``finished`` receives each task's counts."""
+    size = max(1, min(_TASK, math.ceil(len(requests) / max(len(actors), 1))))
+    queue = iter([requests[i : i + size] for i in range(0, len(requests), size)])
+    pending: dict[Any, Any] = {}
+    for a in actors:
+        t = next(queue, None)
+        if t is not None:
+            pending[a.score.remote(t)] = a
+    while pending:
+        (ref,), _ = ray.wait(list(pending), num_returns=1)
+        actor = pending.pop(ref)
+        try:
+            part = ray.get(ref)
+        except Exception as exc:  # an actor's error, raised again in the driver
+            raise _unwrap(exc) from None
+        finished(part)
+        t = next(queue, None)
+        if t is not None:
+            pending[actor.score.remote(t)] = actor
 
 
 def _import_ray() -> Any:
@@ -115,9 +147,7 @@ def score_on_ray(
     _connect(ray, cfg)
     try:
         n, opts = _actor_options(ray, cfg, cfg.ray_workers)
-        n = min(n, len(requests))
-        size = max(1, min(_TASK, math.ceil(len(requests) / n)))
-        tasks = [requests[i : i + size] for i in range(0, len(requests), size)]
+        n = min(n, len(requests))  # no actor without a request to score
         remote = ray.remote(**opts)(Scorer)
         # settings travel without the driver's checkpoint path (the driver writes it)
         wcfg = cfg.model_copy(
@@ -128,24 +158,8 @@ def score_on_ray(
                 "threads": opts["num_cpus"],
             }
         )
-        actors = [remote.remote(wcfg) for _ in range(min(n, len(tasks)))]
-        queue = iter(tasks)
-        pending: dict[Any, Any] = {}
-        for a in actors:
-            t = next(queue, None)
-            if t is not None:
-                pending[a.score.remote(t)] = a
-        while pending:
-            (ref,), _ = ray.wait(list(pending), num_returns=1)
-            actor = pending.pop(ref)
-            try:
-                part = ray.get(ref)
-            except Exception as exc:  # an actor's error, raised again in the driver
-                raise _unwrap(exc) from None
-            finished(part)
-            t = next(queue, None)
-            if t is not None:
-                pending[actor.score.remote(t)] = actor
+        actors = [remote.remote(wcfg) for _ in range(n)]
+        dispatch(ray, actors, requests, finished)
         for a in actors:
             ray.kill(a)
     finally:
