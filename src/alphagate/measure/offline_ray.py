@@ -10,7 +10,9 @@ RequestCounts`: counts per position and acceptance-length histograms, not averag
 request's counters depend only on the request, the models, the settings and the seed (each
 request draws from its own generator, keyed by its place in the log), so the driver, which puts
 them back in log order and summarises them, gets exactly the single-process numbers, bootstrap
-intervals included.
+intervals included — at the same ``--threads`` (an actor runs ``--threads`` torch threads, 1 by
+default): torch's CPU reductions split differently over another number of threads, which can
+move a sampled run's expected counts in their last digits.
 
 ``local`` starts a Ray instance on 127.0.0.1 for this run (no dashboard, CPUs bounded by this
 machine's) and stops it at the end; an address (``HOST:PORT`` of a head started with ``ray start
