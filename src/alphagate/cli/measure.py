@@ -374,7 +374,7 @@ def offline(
             "--ray",
             metavar="local|ADDRESS",
             help="Score on Ray actors: `local` starts a Ray instance here for this run; an "
-            "address (HOST:PORT of `ray start --head`, ray://HOST:10001) joins that cluster. "
+            "address (HOST:PORT of `ray start --head`) joins that cluster. "
             "Same numbers as without. Needs alphagate[ray].",
         ),
     ] = None,

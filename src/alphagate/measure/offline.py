@@ -96,7 +96,7 @@ class OfflineConfig(Frozen):
         if self.ray_workers is not None and self.ray is None:
             raise ValueError("--ray-workers needs --ray (local or a cluster address)")
         if self.ray is not None and not self.ray.strip():
-            raise ValueError("--ray: expected local or a cluster address (host:port, ray://…)")
+            raise ValueError("--ray: expected local or a cluster address (HOST:PORT)")
         return self
 
     @property

@@ -14,10 +14,11 @@ intervals included — at the same ``--threads`` (an actor runs ``--threads`` to
 default): torch's CPU reductions split differently over another number of threads, which can
 move a sampled run's expected counts in their last digits.
 
-``local`` starts a Ray instance on 127.0.0.1 for this run (no dashboard, CPUs bounded by this
-machine's) and stops it at the end; an address (``HOST:PORT`` of a head started with ``ray start
---head``, or ``ray://HOST:10001``) joins that cluster, whose nodes must reach the models at the
-same path (or hold them in their Hugging Face cache) and have alphagate installed.
+``local`` starts a Ray instance on 127.0.0.1 for this run (no dashboard; this machine's CPUs, or
+``--ray-workers`` × ``--threads``) and stops it at the end; an address (``HOST:PORT`` of a head
+started with ``ray start --head``, or ``auto``) joins that cluster — the driver disconnects at
+the end and leaves it running — whose nodes must reach the models at the same path (or hold
+them in their Hugging Face cache) and have alphagate installed.
 """
 
 from __future__ import annotations
