@@ -109,7 +109,14 @@ def _connect(ray: Any, cfg: OfflineConfig) -> None:
         else:
             ray.init(address=address, **kw)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise MeasureError(f"--ray {address}: cannot start or join Ray ({exc})") from None
+        hint = (
+            ""
+            if address == "local"
+            else "; a cluster that uses token authentication needs "
+            "RAY_AUTH_MODE=token here and the head's token (`ray get-auth-token` there) in "
+            "RAY_AUTH_TOKEN or ~/.ray/auth_token"
+        )
+        raise MeasureError(f"--ray {address}: cannot start or join Ray ({exc}){hint}") from None
 
 
 def _actor_options(ray: Any, cfg: OfflineConfig, workers: int | None) -> tuple[int, dict[str, Any]]:
