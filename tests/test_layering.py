@@ -55,6 +55,7 @@ RANK = {
     "twin": 4,
     "bench": 4,
     "plan": 5,
+    "calibrate": 5,
     "gate": 6,
     "report": 7,
     "testing": 7,

@@ -114,7 +114,7 @@ def test_output_lengths_from_file(cli: Cli, tmp_path: Path) -> None:
         f"file:{f}",
         "--no-breakeven-sim",
     )
-    assert d["cells"][0]["spec"]["completed"] == 100
+    assert d["cells"][0]["spec"]["completed"] == 200  # the default run length: 16 per user, ≥ 200
     bad = tmp_path / "bad.txt"
     bad.write_text("120\nlots\n")
     r = cli.run("simulate", "--output-len", f"file:{bad}")

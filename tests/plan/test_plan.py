@@ -130,7 +130,10 @@ def test_chat_code_gate_literal_values() -> None:
     assert g["mean_acceptance_length_min"] == pytest.approx(1 + g["alpha_min"], abs=1e-12)
     assert g["fixed_rule_draft_acceptance_rate"] == pytest.approx(0.55, abs=1e-12)  # K = 1: ρ = α
     assert 0.25 < g["alpha_min"] < 0.35
-    assert g["alpha_min"] == pytest.approx(0.30, abs=0.005)
+    # 0.30 before the step-time model priced the drafter over every scheduled token, the sampler
+    # per sampled row and the GEMMs' tile waves: the break-even α at 128 (K = 1) rose from 0.25
+    # to 0.28, and the gate above it from 0.30 to 0.33
+    assert g["alpha_min"] == pytest.approx(0.333, abs=0.005)
 
 
 def test_schedule_never_ships_a_k_the_table_says_loses() -> None:
@@ -287,8 +290,9 @@ def test_engine_versions_are_parsed_strictly(cli: Cli) -> None:
 
 # ---------------------------------------------------------------- golden
 def test_chat_code_plan_golden() -> None:
-    """The 70/30 case at concurrency 256: numbers reviewed by hand once; the tests above check
-    the same plan independently (no-go, K = 0 at 256, nothing turned on)."""
+    """The 70/30 case at concurrency 256: numbers reviewed by hand once (regenerated when the
+    step-time model gained its named terms and the closed loop its greedy hand-out of requests);
+    the tests above check the same plan independently (no-go, K = 0 at 256, nothing turned on)."""
     d = _plan(*MIX, "--concurrency", "256")
     golden = json.loads(GOLDEN.read_text())
     assert d["verdict"] == golden["verdict"] == "no-go"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from alphagate.core.traffic import TrafficClass
-from alphagate.sim.cost import ForwardCost, StepCostModel
+from alphagate.sim.cost import StepCostModel
 from alphagate.sim.engine import Scenario
 from alphagate.sim.workload import Arrivals, ClosedLoop, sample_requests, unconditional_table
 from alphagate.specs.workload import FixedLength, LengthDist, LognormalLength, WorkloadConfig
@@ -13,11 +13,7 @@ from alphagate.specs.workload import FixedLength, LengthDist, LognormalLength, W
 
 def constant_cost(draft_cost: float, max_batched: int = 1 << 30) -> StepCostModel:
     """Every target forward takes 1 s and every draft forward ``draft_cost`` s, whatever the batch."""
-
-    def fixed(seconds: float) -> ForwardCost:
-        return ForwardCost(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, seconds)
-
-    return StepCostModel(fixed(1.0), fixed(draft_cost), 0.0, 0.0, 0.0, max_batched, "constant")
+    return StepCostModel.constant(1.0, draft_cost, max_batched)
 
 
 def scenario(

@@ -71,7 +71,13 @@ def reference_simulate(
     drafts = draft_tokens = accepted = 0
     budget_cap = cost.max_num_batched_tokens
     while done < n:
-        while len(running) < max_num_seqs and next_admit < issued and arrival[next_admit] <= clock:
+        # an arrival at the end of a step joins a busy engine one step later (see the engine)
+        busy = bool(running)
+        while (
+            len(running) < max_num_seqs
+            and next_admit < issued
+            and (arrival[next_admit] < clock or (not busy and arrival[next_admit] <= clock))
+        ):
             i = next_admit
             running.append(Seq(i, prompts[i], outputs[i], alphas[i]))
             next_admit += 1

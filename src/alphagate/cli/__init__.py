@@ -5,12 +5,24 @@ Only this package prints, reads the environment, writes files or sets exit codes
 libraries are imported inside the verbs, so that ``alphagate model … --json`` starts instantly.
 """
 
-from alphagate.cli import bench, demo, gate, measure, model, plan, report, simulate, twin
+from alphagate.cli import (
+    bench,
+    calibrate,
+    demo,
+    gate,
+    measure,
+    model,
+    plan,
+    report,
+    simulate,
+    twin,
+)
 from alphagate.cli._app import app, main
 
 __all__ = [
     "app",
     "bench",
+    "calibrate",
     "demo",
     "gate",
     "main",

@@ -3,20 +3,31 @@ and the functions that turn them into the typed configs of the lower layers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 
-from alphagate.cli._app import config_error, fail
+from alphagate.cli._app import config_error, fail, finite_float
 from alphagate.core.errors import ConfigError
 from alphagate.core.traffic import TrafficClass, parse_traffic_class, validate_classes
 from alphagate.specs.deployment import DeploymentConfig, KvDtype, Method, WeightDtype, drafter_for
 from alphagate.specs.workload import LengthDist, WorkloadConfig, parse_length
 
+if TYPE_CHECKING:
+    from alphagate.specs.calibration import CalibrationProfile
+
 __all__ = [
+    "CalibrationOpt",
+    "CostFlags",
+    "CudagraphOpt",
     "DraftOpt",
+    "DraftOverheadOpt",
+    "DraftScaleOpt",
+    "DraftTpOpt",
     "DtypeOpt",
     "GpuOpt",
     "KvDtypeOpt",
@@ -25,9 +36,14 @@ __all__ = [
     "MethodOpt",
     "ModelOpt",
     "OutputLenOpt",
+    "PerSeqOverheadOpt",
+    "PerTokenOverheadOpt",
     "PromptLenOpt",
     "SeedOpt",
+    "StepOverheadOpt",
+    "TargetScaleOpt",
     "TpOpt",
+    "calibrated_deployment",
     "check_output_path",
     "deployment",
     "length",
@@ -89,6 +105,85 @@ PromptLenOpt = Annotated[
 OutputLenOpt = Annotated[str, typer.Option("--output-len", help="Same forms as --prompt-len.")]
 SeedOpt = Annotated[
     int, typer.Option("--seed", min=0, help="Random seed (same seed, same numbers).")
+]
+CalibrationOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--calibration",
+        help="A profile written by `alphagate calibrate`: the step-time coefficients fitted to your "
+        "server. --model, --gpu, --tp, --dtype, --method and --draft default to the deployment it "
+        "was fitted for (give them only to repeat them).",
+    ),
+]
+StepOverheadOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--step-overhead-ms",
+        callback=finite_float("--step-overhead-ms", 0.0, 1000.0),
+        help="Host time per engine step: scheduler, input preparation (default 0.85, or the "
+        "profile's).",
+    ),
+]
+PerSeqOverheadOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--per-seq-overhead-us",
+        callback=finite_float("--per-seq-overhead-us", 0.0, 1e6),
+        help="Host time per running sequence per step (default 2, or the profile's).",
+    ),
+]
+PerTokenOverheadOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--per-token-overhead-us",
+        callback=finite_float("--per-token-overhead-us", 0.0, 1e6),
+        help="Host time per scheduled token per step (default 0, or the profile's).",
+    ),
+]
+DraftOverheadOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--draft-overhead-ms",
+        callback=finite_float("--draft-overhead-ms", 0.0, 1000.0),
+        help="Host time per draft forward (n-gram: the lookup per step; default 0.1 / 0.05, or "
+        "the profile's).",
+    ),
+]
+TargetScaleOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--target-time-scale",
+        callback=finite_float("--target-time-scale", 0.001, 1000.0),
+        help="× the target's modelled GPU time (default 1, or the profile's).",
+    ),
+]
+DraftScaleOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--draft-time-scale",
+        callback=finite_float("--draft-time-scale", 0.001, 1000.0),
+        help="× the drafter's modelled GPU time (default 1, or the profile's).",
+    ),
+]
+DraftTpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--draft-tp",
+        min=1,
+        max=64,
+        help="The drafter's tensor-parallel degree (vLLM draft_tensor_parallel_size: 1 or the "
+        "target's; default the target's).",
+    ),
+]
+CudagraphOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--cudagraph-max-tokens",
+        min=0,
+        max=1_048_576,
+        help="Largest CUDA-graph capture size in tokens (default vLLM's min(2·max-num-seqs, "
+        "512); 0 = eager, as --enforce-eager).",
+    ),
 ]
 
 DEFAULT_MODEL = _D.model
@@ -179,3 +274,85 @@ def check_output_path(path: Path, flag: str, *, directory: bool) -> None:
         fail(f"{target} cannot be written (no permission, or a read-only file system)", flag)
     if str(path.resolve()).startswith(("/proc/", "/sys/")):
         fail(f"{path} is not a place for output", flag)
+
+
+@dataclass(frozen=True)
+class CostFlags:
+    """The step-time model's coefficients and engine settings given as flags (None: not given)."""
+
+    step_overhead_ms: float | None = None
+    per_seq_overhead_us: float | None = None
+    per_token_overhead_us: float | None = None
+    draft_overhead_ms: float | None = None
+    target_time_scale: float | None = None
+    draft_time_scale: float | None = None
+    draft_tp: int | None = None
+    cudagraph_max_tokens: int | None = None
+
+    def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
+        from alphagate.specs.deployment import NgramDrafter
+
+        update: dict[str, object] = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "draft_overhead_ms" and getattr(self, f.name) is not None
+        }
+        if self.draft_overhead_ms is not None:
+            d = dep.drafter
+            key = "cpu_cost_ms" if isinstance(d, NgramDrafter) else "forward_overhead_ms"
+            update["drafter"] = d.model_copy(update={key: self.draft_overhead_ms})
+        try:
+            return DeploymentConfig.model_validate({**dep.model_dump(), **update})
+        except ValidationError as exc:
+            config_error(exc, "--draft-tp/--cudagraph-max-tokens")
+
+
+#: Deployment flags a calibration profile fixes: (parameter name, flag, field of the profile's
+#: deployment it must equal).
+_PROFILE_FLAGS: tuple[tuple[str, str, Callable[[DeploymentConfig], object]], ...] = (
+    ("model", "--model", lambda d: d.model),
+    ("gpu", "--gpu", lambda d: d.gpu),
+    ("tp", "--tp", lambda d: d.tp),
+    ("dtype", "--dtype", lambda d: d.weight_dtype),
+    ("kv_dtype", "--kv-dtype", lambda d: d.kv_dtype),
+    ("method", "--method", lambda d: d.drafter.method),
+    ("draft", "--draft", lambda d: d.drafter.checkpoint),
+    ("max_num_seqs", "--max-num-seqs", lambda d: d.max_num_seqs),
+    ("max_batched", "--max-num-batched-tokens", lambda d: d.max_num_batched_tokens),
+)
+
+
+def calibrated_deployment(
+    ctx: typer.Context, from_flags: DeploymentConfig, calibration: Path | None, flags: CostFlags
+) -> tuple[DeploymentConfig, CalibrationProfile | None]:
+    """The deployment a verb runs: its flags', or the calibration profile's (whose terms the
+    coefficients were fitted for) — then the coefficient flags given on top."""
+    if calibration is None:
+        return flags.apply(from_flags), None
+    from alphagate.specs.calibration import load_profile
+
+    try:
+        profile = load_profile(calibration)
+    except ConfigError as exc:
+        fail(str(exc), "--calibration")
+    fitted = profile.deployment
+    for param, flag, field_of in _PROFILE_FLAGS:
+        if param not in ctx.params or _is_default(ctx, param):
+            continue
+        given, want = ctx.params[param], field_of(fitted)
+        if given != want and not (param == "model" and _same_model(str(given), str(want))):
+            fail(
+                f"{calibration} was fitted for {flag} {want}, not {given}: its coefficients scale "
+                f"that deployment's terms; omit {flag} or calibrate for {given}",
+                flag,
+            )
+    return flags.apply(fitted), profile
+
+
+def _is_default(ctx: typer.Context, param: str) -> bool:
+    source = ctx.get_parameter_source(param)
+    return source is None or source.name in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _same_model(a: str, b: str) -> bool:
+    return a.strip().lower() == b.strip().lower()

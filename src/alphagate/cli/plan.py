@@ -27,16 +27,27 @@ from alphagate.cli._options import (
     DEFAULT_MODEL,
     DEFAULT_OUTPUT_LEN,
     DEFAULT_PROMPT_LEN,
+    CalibrationOpt,
+    CostFlags,
+    CudagraphOpt,
     DraftOpt,
+    DraftOverheadOpt,
+    DraftScaleOpt,
+    DraftTpOpt,
     DtypeOpt,
     GpuOpt,
     KvDtypeOpt,
     MethodOpt,
     ModelOpt,
     OutputLenOpt,
+    PerSeqOverheadOpt,
+    PerTokenOverheadOpt,
     PromptLenOpt,
     SeedOpt,
+    StepOverheadOpt,
+    TargetScaleOpt,
     TpOpt,
+    calibrated_deployment,
     check_output_path,
     deployment,
     traffic_classes,
@@ -46,6 +57,7 @@ from alphagate.cli._options import (
 
 @app.command("plan", short_help="The staged rollout plan for your traffic.")
 def plan_cmd(
+    ctx: typer.Context,
     classes: Annotated[
         list[str],
         typer.Option(
@@ -137,6 +149,15 @@ def plan_cmd(
             "ITL, α by position, acceptance length.",
         ),
     ] = None,
+    calibration: CalibrationOpt = None,
+    step_overhead_ms: StepOverheadOpt = None,
+    per_seq_overhead_us: PerSeqOverheadOpt = None,
+    per_token_overhead_us: PerTokenOverheadOpt = None,
+    draft_overhead_ms: DraftOverheadOpt = None,
+    target_time_scale: TargetScaleOpt = None,
+    draft_time_scale: DraftScaleOpt = None,
+    draft_tp: DraftTpOpt = None,
+    cudagraph_max_tokens: CudagraphOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
@@ -167,17 +188,22 @@ def plan_cmd(
             )
         except ConfigError as exc:
             config_error(exc, "--alpha-from")
+    flags = CostFlags(
+        step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
+        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens,
+    )  # fmt: skip
+    dep, profile = calibrated_deployment(
+        ctx,
+        deployment(
+            model=model, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, method=method, draft=draft
+        ),
+        calibration,
+        flags,
+    )
     try:
         req = PlanRequest(
-            deployment=deployment(
-                model=model,
-                gpu=gpu,
-                tp=tp,
-                dtype=dtype,
-                kv_dtype=kv_dtype,
-                method=method,
-                draft=draft,
-            ),
+            deployment=dep,
+            calibration=profile,
             workload=workload(prompt_len, output_len, parsed),
             concurrency=concurrency,
             peak_concurrency=peak,

@@ -31,7 +31,13 @@ from alphagate.cli._options import (
     DEFAULT_MODEL,
     DEFAULT_OUTPUT_LEN,
     DEFAULT_PROMPT_LEN,
+    CalibrationOpt,
+    CostFlags,
+    CudagraphOpt,
     DraftOpt,
+    DraftOverheadOpt,
+    DraftScaleOpt,
+    DraftTpOpt,
     DtypeOpt,
     GpuOpt,
     KvDtypeOpt,
@@ -40,9 +46,14 @@ from alphagate.cli._options import (
     MethodOpt,
     ModelOpt,
     OutputLenOpt,
+    PerSeqOverheadOpt,
+    PerTokenOverheadOpt,
     PromptLenOpt,
     SeedOpt,
+    StepOverheadOpt,
+    TargetScaleOpt,
     TpOpt,
+    calibrated_deployment,
     check_output_path,
     deployment,
     traffic_classes,
@@ -50,11 +61,16 @@ from alphagate.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from alphagate.core.traffic import TrafficClass
+    from alphagate.sim.explain import CostExplanation
     from alphagate.sim.sweep import SweepResult
+    from alphagate.specs.deployment import DeploymentConfig
+    from alphagate.specs.workload import WorkloadConfig
 
 
 @app.command("simulate", short_help="Where speculation pays, and what P99 ITL does.")
 def simulate_cmd(
+    ctx: typer.Context,
     model: ModelOpt = DEFAULT_MODEL,
     gpu: GpuOpt = DEFAULT_GPU,
     tp: TpOpt = None,
@@ -71,9 +87,23 @@ def simulate_cmd(
     classes: Annotated[
         list[str] | None,
         typer.Option(
-            "--class", help="NAME:SHARE:ALPHA, repeated: one traffic mix (replaces --alpha)."
+            "--class",
+            help="NAME:SHARE:ALPHA or NAME:SHARE:A1,A2,… (α per draft position), repeated: one "
+            "traffic mix (replaces --alpha); NAME:SHARE with --alpha-from.",
         ),
     ] = None,
+    alpha_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--alpha-from",
+            help="α for the classes without one: an alphagate measure results file (α by "
+            "position per class), a bench summary or vllm bench serve JSON.",
+        ),
+    ] = None,
+    alpha_overall: Annotated[
+        bool,
+        typer.Option("--alpha-overall", help="Apply one overall measured α to every class."),
+    ] = False,
     concurrency: Annotated[
         str | None, typer.Option("--concurrency", "-c", help="Closed-loop users, comma-separated.")
     ] = None,
@@ -132,14 +162,24 @@ def simulate_cmd(
             help="Achieved ÷ peak dense FLOP/s (default: the GPU preset's).",
         ),
     ] = None,
-    step_overhead_ms: Annotated[
-        float,
+    step_overhead_ms: StepOverheadOpt = None,
+    per_seq_overhead_us: PerSeqOverheadOpt = None,
+    per_token_overhead_us: PerTokenOverheadOpt = None,
+    draft_overhead_ms: DraftOverheadOpt = None,
+    target_time_scale: TargetScaleOpt = None,
+    draft_time_scale: DraftScaleOpt = None,
+    draft_tp: DraftTpOpt = None,
+    cudagraph_max_tokens: CudagraphOpt = None,
+    calibration: CalibrationOpt = None,
+    explain_cost: Annotated[
+        bool,
         typer.Option(
-            "--step-overhead-ms",
-            callback=finite_float("--step-overhead-ms", 0.0, 1000.0),
-            help="Scheduler and sampling time per engine step.",
+            "--explain-cost",
+            help="Print how each term of the step-time model moves the verify cost v(B, K) and "
+            "the draft cost c(B, K) at batch 1, 2, 4, … up to the largest --concurrency (64 by "
+            "default) and every --k (1–5 by default), then exit without simulating.",
         ),
-    ] = 1.0,
+    ] = False,
     seed: SeedOpt = 0,
     no_breakeven_sim: Annotated[
         bool, typer.Option("--no-breakeven-sim", help="Skip the simulator bisection for α_be.")
@@ -168,24 +208,39 @@ def simulate_cmd(
         fail("give --concurrency or --rate, not both", "--rate")
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
-    mix = traffic_classes(classes, require_alpha=True) if classes else None
+    mix = _classes(classes, alpha_from, alpha_overall, ks)
+    flags = CostFlags(
+        step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
+        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens,
+    )  # fmt: skip
+    dep, profile = calibrated_deployment(
+        ctx,
+        deployment(
+            model=model,
+            gpu=gpu,
+            tp=tp,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            method=method,
+            draft=draft,
+            max_num_seqs=max_num_seqs,
+            max_batched=max_batched,
+            bw_efficiency=bw_eff,
+            compute_efficiency=compute_eff,
+        ),
+        calibration,
+        flags,
+    )
+    wl = workload(prompt_len, output_len, mix)
+    if explain_cost:
+        k_list = int_list(ks, "--k", 1, 64) if "k" in _given(ctx) else [1, 2, 3, 4, 5]
+        top = max(int_list(concurrency, "--concurrency", 1, 65_536)) if concurrency else 64
+        _explain(dep, wl, k_list, top, as_json)
+        return
     try:
         cfg = SweepConfig(
-            deployment=deployment(
-                model=model,
-                gpu=gpu,
-                tp=tp,
-                dtype=dtype,
-                kv_dtype=kv_dtype,
-                method=method,
-                draft=draft,
-                max_num_seqs=max_num_seqs,
-                max_batched=max_batched,
-                bw_efficiency=bw_eff,
-                compute_efficiency=compute_eff,
-                step_overhead_ms=step_overhead_ms,
-            ),
-            workload=workload(prompt_len, output_len, mix),
+            deployment=dep,
+            workload=wl,
             alphas=None if mix else tuple(float_list(alphas, "--alpha", 0.0, 1.0)),
             ks=tuple(int_list(ks, "--k", 1, 64)),
             concurrencies=None
@@ -205,11 +260,82 @@ def simulate_cmd(
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:
         config_error(exc)
+    if profile is not None:
+        notes = [profile.summary()] + [
+            n
+            for n in (
+                profile.range_note(int(load), max(cfg.ks)) for load in (cfg.concurrencies or ())
+            )
+            if n
+        ]
+        result = result.model_copy(update={"calibration": notes})
     if plot is not None:
         _plots(result, plot)
     show("simulate", result, as_json, _render)
+    if not as_json and result.calibration:
+        console.print("Calibration: " + "; ".join(result.calibration))
     if plot is not None and not as_json:
         console.print(f"plots written to {plot}/")
+
+
+def _given(ctx: typer.Context) -> set[str]:
+    """Parameters typed on the command line (not defaults)."""
+    out = set()
+    for name in ctx.params:
+        src = ctx.get_parameter_source(name)
+        if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP"):
+            out.add(name)
+    return out
+
+
+def _classes(
+    classes: list[str] | None, alpha_from: Path | None, overall: bool, ks: str
+) -> tuple[TrafficClass, ...] | None:
+    """The traffic mix: --class values, with α read from --alpha-from where a class has none."""
+    from alphagate.core.errors import ConfigError
+
+    if not classes:
+        if alpha_from is not None:
+            fail("--alpha-from fills the α of --class NAME:SHARE classes; give --class", "--class")
+        return None
+    mix = traffic_classes(classes, require_alpha=alpha_from is None)
+    if alpha_from is not None:
+        from alphagate.plan.measured import apply_measurement, load_measurement
+
+        try:
+            mix = apply_measurement(
+                mix, load_measurement(alpha_from, max(int_list(ks, "--k", 1, 64))), overall=overall
+            )
+        except ConfigError as exc:
+            config_error(exc, "--alpha-from")
+        missing = [c.name for c in mix if not c.has_alpha]
+        if missing:
+            fail(f"{alpha_from} has no α for {', '.join(missing)}", "--alpha-from")
+    return mix
+
+
+def _explain(
+    dep: DeploymentConfig, wl: WorkloadConfig, ks: list[int], top: int, as_json: bool
+) -> None:
+    from alphagate.core.errors import ConfigError
+    from alphagate.sim.cost import build_cost_model
+    from alphagate.sim.explain import explain_cost, powers_of_two
+    from alphagate.specs.deployment import resolve_deployment
+
+    try:
+        resolved = resolve_deployment(dep, wl, top)
+    except ConfigError as exc:
+        config_error(exc, "--model/--gpu/--tp/--dtype")
+    cost = build_cost_model(resolved)
+    batches = powers_of_two(min(top, resolved.largest_batch(wl)))
+    e = explain_cost(cost, batches, ks, wl.mean_context())
+    show("simulate --explain-cost", e, as_json, _render_explanation)
+
+
+def _render_explanation(e: CostExplanation) -> RenderableType:
+    from alphagate.report.cost import render_explanation
+
+    return render_explanation(e, 3)
 
 
 def _render(result: SweepResult) -> RenderableType:

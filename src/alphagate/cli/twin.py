@@ -18,7 +18,13 @@ from alphagate.cli._options import (
     DEFAULT_MODEL,
     DEFAULT_OUTPUT_LEN,
     DEFAULT_PROMPT_LEN,
+    CalibrationOpt,
+    CostFlags,
+    CudagraphOpt,
     DraftOpt,
+    DraftOverheadOpt,
+    DraftScaleOpt,
+    DraftTpOpt,
     DtypeOpt,
     GpuOpt,
     KvDtypeOpt,
@@ -27,9 +33,14 @@ from alphagate.cli._options import (
     MethodOpt,
     ModelOpt,
     OutputLenOpt,
+    PerSeqOverheadOpt,
+    PerTokenOverheadOpt,
     PromptLenOpt,
     SeedOpt,
+    StepOverheadOpt,
+    TargetScaleOpt,
     TpOpt,
+    calibrated_deployment,
     deployment,
     traffic_classes,
     workload,
@@ -38,6 +49,7 @@ from alphagate.cli._options import (
 
 @app.command("twin", short_help="A vLLM-like endpoint on the simulator.")
 def twin_cmd(
+    ctx: typer.Context,
     model: ModelOpt = DEFAULT_MODEL,
     gpu: GpuOpt = DEFAULT_GPU,
     tp: TpOpt = None,
@@ -59,7 +71,11 @@ def twin_cmd(
     ] = 0.7,
     classes: Annotated[
         list[str] | None,
-        typer.Option("--class", help="NAME:SHARE:ALPHA, repeated (replaces --alpha)."),
+        typer.Option(
+            "--class",
+            help="NAME:SHARE:ALPHA or NAME:SHARE:A1,A2,… (α per draft position), repeated "
+            "(replaces --alpha).",
+        ),
     ] = None,
     prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN,
     output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN,
@@ -99,6 +115,15 @@ def twin_cmd(
             "VLLM_LOG_STATS_INTERVAL; 0 = none). `alphagate measure logs` reads them.",
         ),
     ] = 10.0,
+    calibration: CalibrationOpt = None,
+    step_overhead_ms: StepOverheadOpt = None,
+    per_seq_overhead_us: PerSeqOverheadOpt = None,
+    per_token_overhead_us: PerTokenOverheadOpt = None,
+    draft_overhead_ms: DraftOverheadOpt = None,
+    target_time_scale: TargetScaleOpt = None,
+    draft_time_scale: DraftScaleOpt = None,
+    draft_tp: DraftTpOpt = None,
+    cudagraph_max_tokens: CudagraphOpt = None,
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False,
 ) -> None:
     """A vLLM-like OpenAI endpoint on the simulator, with or without speculative decoding.
@@ -131,19 +156,29 @@ def twin_cmd(
         if classes
         else (TrafficClass(name="default", share=1.0, alpha=alpha),)
     )
+    flags = CostFlags(
+        step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
+        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens,
+    )  # fmt: skip
+    dep, profile = calibrated_deployment(
+        ctx,
+        deployment(
+            model=model,
+            gpu=gpu,
+            tp=tp,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            method=method,
+            draft=draft,
+            max_num_seqs=max_num_seqs,
+            max_batched=max_batched,
+        ),
+        calibration,
+        flags,
+    )
     try:
         cfg = TwinConfig(
-            deployment=deployment(
-                model=model,
-                gpu=gpu,
-                tp=tp,
-                dtype=dtype,
-                kv_dtype=kv_dtype,
-                method=method,
-                draft=draft,
-                max_num_seqs=max_num_seqs,
-                max_batched=max_batched,
-            ),
+            deployment=dep,
             workload=workload(prompt_len, output_len, mix),
             k=k,
             served_model_name=served,
@@ -160,8 +195,8 @@ def twin_cmd(
             else "no speculation"
         )
         console.print(
-            f"alphagate twin: {served} on http://{host}:{port} — {model} on {gpu}, {spec}, "
-            f"time scale {time_scale:g}"
+            f"alphagate twin: {served} on http://{host}:{port} — {dep.model} on {dep.gpu}, {spec}, "
+            f"time scale {time_scale:g}" + (f"; {profile.summary()}" if profile is not None else "")
         )
         serve(cfg, host, port)
     except ConfigError as exc:

@@ -467,10 +467,10 @@ def build_plan(req: PlanRequest) -> Plan:
         crossover_search_max=pred.b_max,
         memory=_memory(pred),
         speculative_config=vllm_speculative_config(
-            drafter, draft, k_top, pred.resolved.tp, schedule or None
+            drafter, draft, k_top, pred.resolved.tp, schedule or None, pred.resolved.draft_tp
         ),
         speculative_config_static=vllm_speculative_config(
-            drafter, draft, policy.fixed_k, pred.resolved.tp
+            drafter, draft, policy.fixed_k, pred.resolved.tp, None, pred.resolved.draft_tp
         ),
         dynamic_k_supported=policy.dynamic,
         batch_schedule=schedule,
@@ -483,6 +483,7 @@ def build_plan(req: PlanRequest) -> Plan:
         risks=[],
         playbook=[],
         uses_priors=any(c.alpha_source == "prior" for c in class_rows),
+        calibration=_calibration_notes(req, policy),
     )
     return plan.model_copy(
         update={
@@ -491,3 +492,16 @@ def build_plan(req: PlanRequest) -> Plan:
             "playbook": playbook(req, pred, plan),
         }
     )
+
+
+def _calibration_notes(req: PlanRequest, policy: _Policy) -> list[str]:
+    """What the profile was fitted on, and where the target, the peak or their K lie outside it."""
+    prof = req.calibration
+    if prof is None:
+        return []
+    notes = [prof.summary()]
+    for c in dict.fromkeys((req.concurrency, req.peak)):
+        note = prof.range_note(c, policy.k_at.get(c))
+        if note:
+            notes.append(note)
+    return notes

@@ -95,8 +95,10 @@ def vllm_speculative_config(
     k: int,
     tp: int,
     schedule: list[list[int]] | None = None,
+    draft_tp: int | None = None,
 ) -> dict[str, Any]:
-    """The ``--speculative-config`` object for vLLM."""
+    """The ``--speculative-config`` object for vLLM (``draft_tp``: the drafter's TP when it is
+    not the target's ``tp``)."""
     method = drafter.method
     cfg: dict[str, Any] = {"method": method}
     if method in ("eagle3", "eagle", "draft_model"):
@@ -105,8 +107,9 @@ def vllm_speculative_config(
     if isinstance(drafter, NgramDrafter):
         cfg["prompt_lookup_max"] = drafter.prompt_lookup_max
         cfg["prompt_lookup_min"] = drafter.prompt_lookup_min
-    if tp > 1 and method in ("eagle3", "eagle", "draft_model"):
-        cfg["draft_tensor_parallel_size"] = tp
+    dtp = tp if draft_tp is None else draft_tp
+    if (tp > 1 or dtp != tp) and method in ("eagle3", "eagle", "draft_model"):
+        cfg["draft_tensor_parallel_size"] = dtp
     if schedule is not None:
         validate_schedule(schedule, k)
         cfg["num_speculative_tokens_per_batch_size"] = schedule

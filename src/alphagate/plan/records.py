@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from alphagate.core.records import Frozen, Results
+from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
 from alphagate.specs.workload import WorkloadConfig
 
@@ -72,6 +73,10 @@ class PlanRequest(Frozen):
     seed: int = Field(default=0, ge=0)
     url: str = Field(default="http://127.0.0.1:8000", description="server URL in the commands")
     served_model: str | None = Field(default=None, description="model name the server serves")
+    calibration: CalibrationProfile | None = Field(
+        default=None,
+        description="the profile whose coefficients the deployment carries (alphagate calibrate)",
+    )
 
     @field_validator("engine_version")
     @classmethod
@@ -246,3 +251,8 @@ class Plan(Results):
     risks: list[str]
     playbook: list[Playbook]
     uses_priors: bool
+    calibration: list[str] = Field(
+        default_factory=list,
+        description="made with a calibration profile: what it was fitted on, and where the plan's "
+        "concurrencies or K lie outside its range",
+    )

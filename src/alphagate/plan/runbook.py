@@ -329,7 +329,11 @@ def alert_rules(p: Plan) -> str:
 
 def risks(req: PlanRequest, pred: Predictor, p: Plan) -> list[str]:
     """Where speculation does not help, or costs more than it saves, for this deployment."""
-    out: list[str] = []
+    out: list[str] = [
+        f"Calibration: {n[0].upper()}{n[1:]}; measure there (alphagate calibrate) before relying "
+        "on these figures."
+        for n in p.calibration[1:]
+    ]
     short = float(
         (sample_lengths(req.workload.output_len, 20_000, np.random.default_rng(0)) < 50).mean()
     )

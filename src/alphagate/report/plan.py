@@ -119,6 +119,11 @@ def render_plan_console(p: Plan) -> RenderableType:
     color = {"go": "green", "no-go": "red"}.get(p.verdict, "yellow")
     parts: list[RenderableType] = [
         Text(p.deployment, style="dim"),
+        *(
+            [Text("Calibration: " + "; ".join(p.calibration), style="yellow")]
+            if p.calibration
+            else []
+        ),
         Text.assemble(("Verdict: ", "bold"), (p.verdict.upper(), f"bold {color}")),
         Text(p.reason + "."),
     ]

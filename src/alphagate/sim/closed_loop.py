@@ -7,8 +7,8 @@ acceptance draws: a request admitted at step s0 prefills for ⌈prompt / max_num
 steps, emits its first token at the end of its last prefill step, then emits 1..K+1 tokens per
 decode step until its output is complete, and the user's next request is admitted the step after.
 
-So the simulator builds every user's timeline round by round (round r = every user's r-th request;
-requests are dealt to users round-robin), as array code over ``[users, steps]``, and only then
+So the simulator lays out every request's steps (each request goes to the user that frees up
+first, as a closed-loop client hands out prompts), and only then
 aggregates the batch composition of each step (decoding sequences, Σ context, prefill tokens) and
 prices all steps with one vectorized call of the step-time model. Wall-clock times follow from a
 cumulative sum. Results are statistically the same as :func:`alphagate.sim.engine.run_engine`, which
@@ -18,6 +18,7 @@ contention and batch-size policies; ``tests/statistical`` checks the two against
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ from alphagate.theory.acceptance import expected_tokens_per_pass
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-__all__ = ["fast_path_applies", "run_closed_loop"]
+__all__ = ["StepPlan", "fast_path_applies", "plan_steps", "run_closed_loop"]
 
 
 def fast_path_applies(sc: Scenario) -> bool:
@@ -100,6 +101,12 @@ class _Timeline:
     finish: IntArray
     n_dec: IntArray
     steps: int
+    gap: int  # steps between a user's request finishing and its next one being admitted
+
+    @property
+    def sent(self) -> IntArray:
+        """The step during which each request reached the server (its first: step 0)."""
+        return np.where(self.start > 0, self.start - self.gap, 0)
 
 
 @dataclass(frozen=True)
@@ -114,16 +121,29 @@ class _Batches:
 
 
 def _timeline(req: RequestSet, users: int, n_pre: IntArray, n_dec: IntArray) -> _Timeline:
-    """Requests dealt to users round-robin, each user's requests back to back."""
-    n = req.n
-    rounds = -(-n // users)
-    grid = np.zeros(rounds * users, dtype=np.int64)
-    grid[:n] = n_pre + n_dec  # steps from admission to finish, inclusive
-    grid2 = grid.reshape(rounds, users)
-    start = (np.cumsum(grid2, axis=0) - grid2).ravel()[:n]
-    first = start + n_pre - 1
+    """Each request, in order, goes to the user that frees up first (ties: the lower user).
+
+    That is how a closed-loop client hands out its prompts (``vllm bench serve
+    --max-concurrency``: the next prompt goes to whichever slot frees first), so every user stays
+    busy until the requests run out and the run drains for about one request, not for the spread
+    of the users' totals. A request sent when the previous one's last token arrives reaches the
+    server while the next step runs, so (with other users keeping the engine busy) it is admitted
+    one step later, as the step engine does. Durations in step space are known per request.
+    """
+    gap = 1 if users > 1 else 0
+    # a heap of (step the user can start its next request, user) packed in one int, f · U + u,
+    # so that ties go to the lower user and no tuple is built per request
+    step = ((n_pre + n_dec + gap) * users).tolist()  # steps to the next admission, × U
+    free = list(range(users))
+    start = [0] * req.n
+    for i, d in enumerate(step):
+        key = free[0]
+        start[i] = key
+        heapq.heapreplace(free, key + d)
+    start_a = np.asarray(start, dtype=np.int64) // users
+    first = start_a + n_pre - 1
     finish = first + n_dec
-    return _Timeline(start, first, finish, n_dec, int(finish.max()) + 1)
+    return _Timeline(start_a, first, finish, n_dec, int(finish.max()) + 1, gap)
 
 
 def _speculative_batches(
@@ -171,10 +191,41 @@ def _plain_chunks(t: _Timeline) -> tuple[IntArray, IntArray, IntArray]:
     return b_req, t.first[b_req] + 1 + b_local, np.ones(b_req.size, dtype=np.int64)
 
 
-def run_closed_loop(
-    cost: StepCostModel, sc: Scenario, rng: np.random.Generator, *, record_chunks: bool = False
-) -> RunTrace:
-    """Simulate one closed-loop scenario (see :func:`fast_path_applies`) in step space."""
+@dataclass(frozen=True)
+class StepPlan:
+    """A closed-loop scenario laid out in step space, before any step is priced: the batch
+    composition of every step (the arguments of :meth:`StepCostModel.step_time`, shape
+    ``[steps]``), each request's place, and the acceptance draws."""
+
+    k: int
+    n_decode: IntArray
+    ctx_decode: FloatArray
+    prefill_tokens: FloatArray
+    prefill_ctx: FloatArray
+    prefill_pairs: FloatArray
+    running: IntArray
+    timeline: _Timeline
+    batches: _Batches
+    accepted: IntArray  # accepted drafts of every speculative decode step
+
+    @property
+    def composition(
+        self,
+    ) -> tuple[int, IntArray, FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:
+        """The step-time model's arguments for every step."""
+        return (
+            self.k,
+            self.n_decode,
+            self.ctx_decode,
+            self.prefill_tokens,
+            self.prefill_ctx,
+            self.prefill_pairs,
+            self.running,
+        )
+
+
+def plan_steps(sc: Scenario, max_num_batched_tokens: int, rng: np.random.Generator) -> StepPlan:
+    """Lay a closed-loop scenario (see :func:`fast_path_applies`) out in step space."""
     if not fast_path_applies(sc):
         raise ValueError(
             "scenario needs the step-by-step engine (open loop, think time, queueing or policy)"
@@ -183,7 +234,6 @@ def run_closed_loop(
     req, k = sc.requests, sc.k
     width = k + 2
     need = np.maximum(req.output_len - 1, 0)  # tokens after the first one
-
     # 1. decode steps of every request, in step space (independent of timing)
     plan = None
     if k > 0:
@@ -191,7 +241,7 @@ def run_closed_loop(
         plan = _decode_plan(rng, need, req.class_idx, thr, k)
     n_dec = np.bincount(plan[0], minlength=req.n) if plan is not None else need
     # 2. each user's timeline, then the batch composition of every step
-    p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, cost.max_num_batched_tokens)
+    p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, max_num_batched_tokens)
     t = _timeline(req, sc.arrivals.users, np.bincount(p_req, minlength=req.n), n_dec)
     m = t.steps
     b = (
@@ -203,31 +253,45 @@ def run_closed_loop(
     running = np.cumsum(
         np.bincount(t.start, minlength=m + 1) - np.bincount(t.finish + 1, minlength=m + 1)
     )[:m]
-    # 3. price every step at once, then wall-clock times
-    dt = cost.step_time(
-        k,
-        b.n_decode,
-        b.ctx_decode,
-        np.bincount(p_step, weights=p_tok, minlength=m),
-        np.bincount(p_step, weights=p_ctx, minlength=m),
-        np.bincount(p_step, weights=p_tok * (p_ctx + 0.5 * p_tok), minlength=m),
-        running,
+    return StepPlan(
+        k=k,
+        n_decode=b.n_decode,
+        ctx_decode=b.ctx_decode,
+        prefill_tokens=np.bincount(p_step, weights=p_tok, minlength=m).astype(np.float64),
+        prefill_ctx=np.bincount(p_step, weights=p_ctx, minlength=m).astype(np.float64),
+        prefill_pairs=np.bincount(
+            p_step, weights=p_tok * (p_ctx + 0.5 * p_tok), minlength=m
+        ).astype(np.float64),
+        running=running,
+        timeline=t,
+        batches=b,
+        accepted=plan[2] if plan is not None else np.zeros(0, dtype=np.int64),
     )
+
+
+def run_closed_loop(
+    cost: StepCostModel, sc: Scenario, rng: np.random.Generator, *, record_chunks: bool = False
+) -> RunTrace:
+    """Simulate one closed-loop scenario (see :func:`fast_path_applies`) in step space."""
+    plan = plan_steps(sc, cost.max_num_batched_tokens, rng)
+    k, t, b, m = sc.k, plan.timeline, plan.batches, plan.timeline.steps
+    # 3. price every step at once, then wall-clock times
+    dt = cost.step_time(*plan.composition)
     end = np.cumsum(dt)
     # 4. counters (vLLM semantics) and, when asked, the chunk records
-    acc = plan[2] if plan is not None else np.zeros(0, dtype=np.int64)
+    acc = plan.accepted
     chunks = (b.chunks or _plain_chunks(t)) if record_chunks else (np.zeros(0, dtype=np.int64),) * 3
     return RunTrace(
         scenario=sc,
-        arrival_s=np.where(t.start > 0, end[np.maximum(t.start - 1, 0)], 0.0),
+        arrival_s=np.where(t.start > 0, end[np.maximum(t.sent - 1, 0)], 0.0),
         first_token_s=end[t.first],
         finish_s=end[t.finish],
-        n_chunks=n_dec + 1,
+        n_chunks=t.n_dec + 1,
         step_dt_s=dt,
         step_end_s=end,
         step_k=np.full(m, k, dtype=np.int64),
         step_n_decode=b.n_decode.astype(np.int64),
-        step_n_running=running,
+        step_n_running=plan.running,
         step_tokens=(b.decode_tokens + np.bincount(t.first, minlength=m)).astype(np.int64),
         step_chunk_hist=b.hist,
         num_drafts=int(acc.size),

@@ -124,7 +124,11 @@ class _Server:
         if free.size == 0 or self.admitted >= self.issued:
             return
         upto = min(self.issued, self.admitted + free.size)
-        ready = self.arrival[self.admitted : upto] <= self.clock
+        # a request that arrives as a step ends (a closed-loop user answering the last token)
+        # reaches a busy engine while the next step runs — vLLM's loop does not wait for it — and
+        # joins the step after; an idle engine takes it at once
+        arrived = self.arrival[self.admitted : upto]
+        ready = arrived < self.clock if (self.req >= 0).any() else arrived <= self.clock
         take = int(np.cumprod(ready).sum())
         if take == 0:
             return

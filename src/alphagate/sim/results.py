@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import Field
 
 from alphagate.core.records import Frozen
 from alphagate.sim.engine import RunTrace
@@ -104,7 +105,10 @@ class SimSummary(LatencyStats):
     duration_s: float
     output_tokens: int
     request_throughput: float
-    mean_batch: float
+    mean_batch: float = Field(
+        description="running sequences, time-averaged over the whole run (ramp-up and drain "
+        "included): how close the run came to its concurrency"
+    )
     step_ms: Distribution
     num_drafts: int
     num_draft_tokens: int
@@ -120,11 +124,11 @@ CDF_LEVELS = tuple(i / 100.0 for i in range(101))
 
 
 def _steady_window(trace: RunTrace) -> npt.NDArray[np.bool_]:
-    """Steps at full concurrency (closed loop), excluding ramp-down; all steps otherwise."""
+    """Closed loop: the steps until the last request was sent — every user has a request in
+    flight (or is sending its next one) — excluding the drain; all steps otherwise."""
     arr = trace.scenario.arrivals
-    if isinstance(arr, ClosedLoop):
-        full = min(arr.users, trace.scenario.max_num_seqs, trace.arrival_s.size)
-        window = trace.step_n_running >= full
+    if isinstance(arr, ClosedLoop) and np.isfinite(trace.arrival_s).any():
+        window = trace.step_end_s <= np.nanmax(trace.arrival_s)
         if window.sum() >= max(10, 0.2 * trace.n_steps):
             return np.asarray(window)
     return np.ones(trace.n_steps, dtype=bool)

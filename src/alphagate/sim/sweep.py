@@ -54,8 +54,12 @@ __all__ = [
 
 
 def default_num_requests(users: int) -> int:
-    """Enough requests for a steady state: every user runs ~8 requests, at least 100 in all."""
-    return max(100, 8 * users)
+    """Enough requests for the run to sit at its concurrency: every user runs ~16 requests (at
+    least 200 in all). The drain lasts about one request whatever the run's length, so it weighs
+    ~1/16 of the run: with the default lognormal lengths the time-averaged batch, ramp-up and
+    drain included (``SimSummary.mean_batch``), is 91–97% of the concurrency on average over
+    seeds, 85% at worst, from 8 to 256 users (``benchmarks/calibrate_checks.py mean-batch``)."""
+    return max(200, 16 * users)
 
 
 def _paired_speedup(
@@ -218,6 +222,11 @@ class SweepResult(Frozen):
     cells: list[SweepCell]
     crossovers: list[Crossover]
     crossover_search_max: int
+    calibration: list[str] = Field(
+        default_factory=list,
+        description="with a calibration profile: what it was fitted on, and the loads it "
+        "extrapolates to",
+    )
 
     def cell(self, load: float, k: int, mix: str) -> SweepCell | None:
         return next((c for c in self.cells if c.load == load and c.k == k and c.mix == mix), None)

@@ -63,6 +63,11 @@ TP_CHOICES: Final = (1, 2, 4, 8)
 FALLBACK_DRAFT_MODEL: Final = "llama-3.2-1b"
 #: Share of GPU memory kept for activations and CUDA graphs (not KV, not weights).
 ACTIVATION_RESERVE: Final = 0.04
+#: Host time per engine step (ms). Before the kernel gaps and the sampler were terms of their own
+#: the step-time model carried 1.0 ms here, which reproduced SGLang's measured decode rate of
+#: Llama-3.1-8B on one H100 (158 tok/s at batch 1, SGLang docs); those two terms now take about
+#: 0.17 ms of it at batch 1, so the host part is what is left.
+STEP_OVERHEAD_MS: Final = 0.85
 
 
 class _DrafterBase(Frozen):
@@ -175,10 +180,48 @@ class DeploymentConfig(Frozen):
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
     gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1)
     step_overhead_ms: float = Field(
-        default=1.0, ge=0, le=1000, description="scheduler + sampling per engine step"
+        default=STEP_OVERHEAD_MS,
+        ge=0,
+        le=1000,
+        description="host time per engine step: scheduler, input preparation, graph launch",
     )
     per_seq_overhead_us: float = Field(
-        default=2.0, ge=0, le=1e6, description="per running sequence per step"
+        default=2.0, ge=0, le=1e6, description="host time per running sequence per step"
+    )
+    per_token_overhead_us: float = Field(
+        default=0.0,
+        ge=0,
+        le=1e6,
+        description="host time per scheduled token per step (0: vLLM V1 detokenizes and streams "
+        "in its front-end process, off the engine's critical path)",
+    )
+    target_time_scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=1000,
+        allow_inf_nan=False,
+        description="× the target's modelled GPU time (a calibration fits it)",
+    )
+    draft_time_scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=1000,
+        allow_inf_nan=False,
+        description="× the drafter's modelled GPU time (a calibration fits it)",
+    )
+    draft_tp: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="the drafter's tensor-parallel degree (vLLM draft_tensor_parallel_size: 1 or "
+        "the target's); None = the target's",
+    )
+    cudagraph_max_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_048_576,
+        description="largest CUDA-graph capture size in tokens; None = vLLM's default "
+        "min(2 · max_num_seqs, 512); 0 = eager (--enforce-eager)",
     )
     max_num_seqs: int = Field(default=256, ge=1, le=65_536)
     max_num_batched_tokens: int = Field(default=8192, ge=1, le=1_048_576)
@@ -231,6 +274,18 @@ class ResolvedDeployment:
     @property
     def weight_bytes_per_gpu(self) -> float:
         return self.target_footprint.weight_bytes / self.tp
+
+    @property
+    def draft_tp(self) -> int:
+        """The drafter's tensor-parallel degree (the target's unless configured)."""
+        return self.config.draft_tp or self.tp
+
+    @property
+    def cudagraph_max_tokens(self) -> int:
+        """Largest captured CUDA-graph size in tokens (vLLM's default when not configured)."""
+        if self.config.cudagraph_max_tokens is not None:
+            return self.config.cudagraph_max_tokens
+        return min(2 * self.config.max_num_seqs, 512)
 
     def largest_batch(self, workload: WorkloadConfig) -> int:
         """The largest batch this deployment can hold: ``max_num_seqs`` or what the KV room fits."""
@@ -302,6 +357,15 @@ def _apply_overrides(cfg: DeploymentConfig, gpu: GpuSpec) -> GpuSpec:
     return gpu.model_copy(update=overrides) if overrides else gpu
 
 
+def _check_draft_tp(cfg: DeploymentConfig, tp: int) -> None:
+    """vLLM's rule (``SpeculativeConfig.draft_tensor_parallel_size``): 1 or the target's TP."""
+    if cfg.draft_tp is not None and cfg.draft_tp not in (1, tp):
+        raise SpecError(
+            f"draft TP {cfg.draft_tp} is neither 1 nor the target's TP ({tp}); vLLM's "
+            "draft_tensor_parallel_size can only be 1 or the target's"
+        )
+
+
 def resolve_deployment(
     cfg: DeploymentConfig,
     workload: WorkloadConfig | None = None,
@@ -338,6 +402,7 @@ def resolve_deployment(
     for tp in candidates:
         cap = _kv_capacity(cfg, gpu, tp, t_fp, d_fp)
         if cap > 0 and cap >= need:
+            _check_draft_tp(cfg, tp)
             return ResolvedDeployment(
                 config=cfg,
                 target=target,

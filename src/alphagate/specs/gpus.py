@@ -5,6 +5,24 @@ Vendor figures from the NVIDIA H100, H200, A100 and HGX B200 and the AMD MI300X 
 each preset carries efficiency factors ``bw_efficiency`` and ``compute_efficiency`` that a user
 can override (or calibrate against measured step times). Interconnect figures are per-direction
 NVLink / Infinity Fabric bandwidth per GPU, used for the tensor-parallel all-reduce term.
+
+The kernel-level figures the step-time model's terms need (:mod:`alphagate.sim.cost`):
+
+- ``sm_count``: streaming multiprocessors (compute units on AMD), from the NVIDIA H100 and A100
+  architecture whitepapers (132 SMs on the H100 SXM5, 108 on the A100), the Blackwell datasheet
+  (148) and the AMD CDNA 3 whitepaper (304 CUs on the MI300X) — GEMM tiles run in waves of one
+  tile per SM; ``gemm_tile_m`` × ``gemm_tile_n``: the tile, 64 × 128 (64 = the M of Hopper's
+  ``wgmma`` instruction, PTX ISA; NVIDIA's matrix-multiplication guide); a CPU has neither (1 × 1);
+- ``attention_tile_m`` and ``attention_packs_gqa``: the query tile of the attention kernel vLLM
+  runs and whether the query heads sharing a KV head are packed into it for multi-token queries.
+  FlashAttention-3 (Hopper; ``hopper/tile_size.h``: 128-row tiles for head dim 128;
+  ``hopper/flash_api.cpp`` packs GQA heads for paged KV) packs; FlashAttention-2 (Ampere;
+  ``csrc/flash_attn/flash_api.cpp``) packs the group only when every query has one token
+  (``seqlenq_ngroups_swapped``) and its paged split-KV kernel uses 64-row tiles;
+- ``kernel_gap_s`` and ``kernel_launch_s``: the cost per kernel inside a CUDA graph and when
+  launched one by one from the host — NVIDIA's "Getting Started with CUDA Graphs" (2019) measures
+  a 2.9 µs kernel at 3.8 µs per kernel issued back to back from a stream and 3.4 µs per kernel
+  replayed from a graph.
 """
 
 from __future__ import annotations
@@ -38,6 +56,24 @@ class GpuSpec(Frozen):
     )
     bw_efficiency: float = Field(default=0.85, gt=0, le=1)
     compute_efficiency: float = Field(default=0.70, gt=0, le=1)
+    sm_count: int = Field(default=132, ge=1, le=4096, description="SMs (CUs): one GEMM tile each")
+    gemm_tile_m: int = Field(
+        default=64, ge=1, le=1024, description="GEMM tile rows (tokens): M is padded to it"
+    )
+    gemm_tile_n: int = Field(default=128, ge=1, le=1024, description="GEMM tile columns")
+    attention_tile_m: int = Field(
+        default=128, ge=1, le=1024, description="query rows per attention kernel tile"
+    )
+    attention_packs_gqa: bool = Field(
+        default=True,
+        description="multi-token queries (verify) pack the query heads of a KV head into a tile",
+    )
+    kernel_gap_s: float = Field(
+        default=0.5e-6, ge=0, description="cost per kernel replayed from a CUDA graph"
+    )
+    kernel_launch_s: float = Field(
+        default=3.8e-6, ge=0, description="host time per kernel launched one by one (eager)"
+    )
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak for GEMMs with ``dtype`` weights (FP8 falls back to BF16 without FP8 units)."""
@@ -66,6 +102,7 @@ GPU_PRESETS: Final[dict[str, GpuSpec]] = {
         bf16_flops=989 * T,
         fp8_flops=1979 * T,
         interconnect_bandwidth=450 * GB,
+        sm_count=132,
     ),
     "h200": GpuSpec(
         name="H200 SXM 141GB",
@@ -74,6 +111,7 @@ GPU_PRESETS: Final[dict[str, GpuSpec]] = {
         bf16_flops=989 * T,
         fp8_flops=1979 * T,
         interconnect_bandwidth=450 * GB,
+        sm_count=132,
     ),
     "a100-80gb": GpuSpec(
         name="A100 SXM 80GB",
@@ -82,6 +120,9 @@ GPU_PRESETS: Final[dict[str, GpuSpec]] = {
         bf16_flops=312 * T,
         fp8_flops=None,
         interconnect_bandwidth=300 * GB,
+        sm_count=108,
+        attention_tile_m=64,
+        attention_packs_gqa=False,
     ),
     "b200": GpuSpec(
         name="B200 (HGX) 180GB",
@@ -90,6 +131,7 @@ GPU_PRESETS: Final[dict[str, GpuSpec]] = {
         bf16_flops=2250 * T,
         fp8_flops=4500 * T,
         interconnect_bandwidth=900 * GB,
+        sm_count=148,
     ),
     "mi300x": GpuSpec(
         name="MI300X 192GB",
@@ -98,6 +140,9 @@ GPU_PRESETS: Final[dict[str, GpuSpec]] = {
         bf16_flops=1307.4 * T,
         fp8_flops=2614.9 * T,
         interconnect_bandwidth=448 * GB,
+        sm_count=304,
+        attention_tile_m=64,
+        attention_packs_gqa=False,
     ),
 }
 

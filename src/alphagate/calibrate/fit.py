@@ -1,0 +1,305 @@
+"""Fit the step-time model's coefficients to measured levels by regularised least squares.
+
+The model (:mod:`alphagate.sim.cost`) is linear in its six coefficients θ:
+
+    step(s) = Σ_j θ_j · x_j(s)
+
+with x_j(s) the terms a coefficient multiplies, computed for the deployment from its hardware
+and shapes (``target_time_scale`` × the target's GPU terms, ``draft_time_scale`` × the drafter's,
+and host costs per step, per running sequence, per scheduled token and per draft forward). Each
+observation is linear in θ as well: every level is laid out in step space with the closed-loop
+simulator (:func:`alphagate.sim.closed_loop.plan_steps`: the level's concurrency, its requests'
+lengths and its measured acceptance), which fixes the batch composition of every step without
+pricing it, so
+
+- the mean decode step its sequences saw = Σ_s n_decode(s) · step(s) / Σ_s n_decode(s);
+- mean TTFT at concurrency 1 = the steps from admission to the first token, plus a constant per
+  request outside the engine (HTTP, tokenization) — fitted too, reported, not simulated.
+
+θ minimises Σ_i w_i ((x_i·θ − y_i) / y_i)² + Σ_j ((θ_j − θ⁰_j) / s_j)² with θ ≥ 0: relative
+residuals weighted by w_i = samples ÷ CV² (the inverse variance of a mean), and a weak prior
+pulling each coefficient towards its documented default θ⁰, in units s_j of "the value at which
+this term alone would explain a typical observation". Where the data separate two coefficients the
+prior is negligible; where they cannot (two terms that grow alike over the measured range) it
+decides, and the profile says so per coefficient (``data_share``: 1 − posterior ÷ prior variance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from alphagate.calibrate.observations import Observation
+from alphagate.core.errors import ConfigError
+from alphagate.core.traffic import TrafficClass
+from alphagate.sim.closed_loop import fast_path_applies, plan_steps
+from alphagate.sim.cost import COEFFICIENTS, StepCostModel, build_cost_model
+from alphagate.sim.engine import Scenario
+from alphagate.sim.workload import ClosedLoop, RequestSet, unconditional_table
+from alphagate.specs.calibration import (
+    CalibrationPoint,
+    CalibrationProfile,
+    FittedCoefficient,
+    coefficient_values,
+    with_coefficients,
+)
+from alphagate.specs.deployment import DeploymentConfig, resolve_deployment
+
+FloatArray = npt.NDArray[np.float64]
+
+__all__ = ["FUNCTIONAL_FORM", "DesignRow", "design_rows", "fit_profile"]
+
+NAMES: Final = tuple(COEFFICIENTS)
+#: The request-level constant of TTFT rows (not a step cost).
+REQUEST = "request_overhead_s"
+FUNCTIONAL_FORM: Final = (
+    "step = target_time_scale·(target GEMMs + attention + sampler + all-reduce + kernels) "
+    "+ draft_time_scale·(the drafter's, K forwards) + step_overhead_s + per_seq_overhead_s·B "
+    "+ per_token_overhead_s·T + draft_forward_overhead_s·K; fitted to the mean decode step (and "
+    "mean TTFT at concurrency 1, with request_overhead_s per request) of levels laid out in step "
+    "space; regularised least squares with θ ≥ 0 and a weak prior at the documented defaults"
+)
+#: Weight of the prior: one unit is "this term explains a typical observation on its own".
+PRIOR_WEIGHT: Final = 1.0
+#: Simulated requests per level at least (independent runs of the level's own requests).
+MIN_SIMULATED: Final = 256
+MIN_RUNS: Final = 4
+#: Relative error every row keeps at least: the model is a model.
+MODEL_FLOOR: Final = 0.002
+#: Standard errors scale with the fit's reduced χ² (the rows' noise as seen), but never below
+#: half the noise assumed from the samples and the simulated spread.
+CHI2_FLOOR: Final = 0.25
+
+
+@dataclass(frozen=True)
+class DesignRow:
+    """One observation as a linear equation in the coefficients: ``x · θ ≈ y`` (seconds)."""
+
+    obs: Observation
+    metric: str  # decode_step | ttft
+    x: FloatArray  # [coefficients (+ request overhead)]
+    y: float
+    weight: float
+    mean_batch: float
+
+
+def _scenario(obs: Observation, max_num_seqs: int) -> Scenario:
+    n = obs.prompt_tokens.size
+    if obs.k > 0:
+        cls = TrafficClass(name="obs", share=1.0, alpha_by_pos=obs.alpha_by_pos or (0.0,))
+    else:
+        cls = TrafficClass(name="obs", share=1.0, alpha=0.0)
+    reqs = RequestSet(
+        obs.prompt_tokens, obs.output_tokens, np.zeros(n, dtype=np.int64), np.full(n, np.nan)
+    )
+    sc = Scenario(
+        obs.k, ClosedLoop(users=obs.concurrency), reqs, unconditional_table((cls,), obs.k),
+        max_num_seqs,
+    )  # fmt: skip
+    if not fast_path_applies(sc):
+        raise ConfigError(
+            f"{obs.label} ({obs.source}): concurrency {obs.concurrency} is above the server's "
+            f"max_num_seqs ({max_num_seqs}); requests queued, so the batch is not known"
+        )
+    return sc
+
+
+def _rows_of_one_run(
+    cost: StepCostModel, sc: Scenario, rng: np.random.Generator
+) -> tuple[FloatArray, float, FloatArray, float, float]:
+    """(Σ chunks·x, Σ chunks, Σ first-token windows·x, requests, decoding sequences per step)."""
+    plan = plan_steps(sc, cost.max_num_batched_tokens, rng)
+    terms = cost.terms(*plan.composition)
+    steps = plan.running.size
+    basis = np.stack(
+        [sum((terms[t] for t in COEFFICIENTS[c]), start=np.zeros(steps)) for c in NAMES]
+        + [np.zeros(steps)]
+    )  # [coefficients + 1, steps]
+    chunks = plan.n_decode.astype(np.float64)  # one chunk per decoding sequence per step
+    t = plan.timeline
+    # requests inside their first-token window (admission … first token) at each step
+    cover = np.cumsum(
+        np.bincount(t.sent, minlength=steps + 1) - np.bincount(t.first + 1, minlength=steps + 1)
+    )[:steps]
+    return (
+        basis @ chunks,
+        float(chunks.sum()),
+        basis @ cover,
+        float(t.start.size),
+        float(chunks[chunks > 0].mean() if (chunks > 0).any() else 0.0),
+    )
+
+
+def design_rows(
+    cost: StepCostModel, obs: Observation, max_num_seqs: int, prior: FloatArray, seed: int = 0
+) -> list[DesignRow]:
+    """The level's rows: the mean decode step, and mean TTFT when the level ran one at a time.
+
+    The level is laid out with exactly its own requests (its ramp-up and drain are part of what
+    was measured), several times with independent acceptance draws, and the rows averaged. The
+    measured level was one such draw: the spread between the runs (at the prior coefficients)
+    joins the sampling error of the measured mean in the row's weight.
+    """
+    sc = _scenario(obs, max_num_seqs)
+    runs = max(MIN_RUNS, -(-MIN_SIMULATED // obs.prompt_tokens.size))
+    rng = np.random.default_rng(seed)
+    parts = [_rows_of_one_run(cost, sc, child) for child in rng.spawn(runs)]
+    mean_batch = float(np.mean([p[4] for p in parts]))
+
+    def row(metric: str, xs: list[FloatArray], counts: list[float], y_ms: float, n: float,
+            cv: float) -> DesignRow:  # fmt: skip
+        per_run = np.stack([x / c for x, c in zip(xs, counts, strict=True)])  # [runs, coef]
+        at_prior = per_run @ prior
+        ok = runs > 1 and at_prior.mean() > 0
+        spread = float(at_prior.std(ddof=1) / at_prior.mean()) if ok else 0.0
+        x = np.asarray(sum(xs) / sum(counts), dtype=np.float64)
+        var = cv**2 / max(n, 1.0) + spread**2 * (1.0 + 1.0 / runs) + MODEL_FLOOR**2
+        return DesignRow(obs, metric, x, y_ms * 1e-3, 1.0 / var, mean_batch)
+
+    rows = []
+    chunks = [p[1] for p in parts]
+    if obs.step_ms is not None and sum(chunks) > 0:
+        rows.append(
+            row("decode_step", [p[0] for p in parts], chunks, obs.step_ms, obs.step_samples,
+                obs.step_cv)
+        )  # fmt: skip
+    if obs.ttft_ms is not None and obs.concurrency == 1:
+        xs = [p[2].copy() for p in parts]
+        for x, p in zip(xs, parts, strict=True):
+            x[-1] = p[3]  # the per-request constant outside the engine, once per request
+        rows.append(
+            row("ttft", xs, [p[3] for p in parts], obs.ttft_ms, obs.ttft_samples, obs.ttft_cv)
+        )
+    return rows
+
+
+def _solve(
+    rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """θ, its standard errors and each coefficient's data share (see the module docstring)."""
+    from scipy.optimize import lsq_linear  # scipy costs ~0.2 s to import: only here
+
+    x = np.stack([r.x for r in rows])  # [rows, coefficients + 1]
+    y = np.asarray([r.y for r in rows])
+    sw = np.sqrt(np.asarray([r.weight for r in rows]))
+    # prior scale: the value at which a term alone explains a typical observation
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alone = np.where(x > 0, y[:, None] / x, np.nan)
+    scale = np.asarray(
+        [
+            float(np.median(col[np.isfinite(col)])) if np.isfinite(col).any() else 1.0
+            for col in alone.T
+        ]
+    )
+    idx = np.nonzero(free)[0]
+    s = scale[idx]
+    # θ = prior + s ⊙ z: data rows in relative residuals, prior rows z ≈ 0
+    a_data = (x[:, idx] * s) / y[:, None] * sw[:, None]
+    b_data = (y - x @ prior) / y * sw
+    a = np.vstack([a_data, np.sqrt(PRIOR_WEIGHT) * np.eye(idx.size)])
+    b = np.concatenate([b_data, np.zeros(idx.size)])
+    lower = np.zeros(idx.size)  # costs are ≥ 0; time scales > 0
+    lower[[i for i, j in enumerate(idx) if j < len(NAMES) and NAMES[j].endswith("_scale")]] = 1e-6
+    z_lo = (lower - prior[idx]) / s
+    res = lsq_linear(a, b, bounds=(z_lo, np.full(idx.size, np.inf)), method="bvls")
+    theta = prior.copy()
+    theta[idx] = prior[idx] + s * res.x
+    r = a @ res.x - b
+    dof = max(len(rows) - idx.size, 1)
+    chi2 = float((r[: len(rows)] ** 2).sum()) / dof
+    cov = np.linalg.pinv(a.T @ a)
+    se = np.zeros_like(prior)
+    share = np.zeros_like(prior)
+    se[idx] = s * np.sqrt(np.diag(cov) * max(chi2, CHI2_FLOOR))
+    share[idx] = np.clip(1.0 - PRIOR_WEIGHT * np.diag(cov), 0.0, 1.0)
+    return theta, se, share
+
+
+def fit_profile(
+    deployment: DeploymentConfig,
+    observations: Sequence[Observation],
+    *,
+    time_scale: float = 1.0,
+    seed: int = 0,
+) -> CalibrationProfile:
+    """Fit the coefficients of ``deployment``'s step-time model to ``observations``."""
+    if not observations:
+        raise ConfigError("no observations to calibrate from")
+    # the terms are for one TP: pin the one the deployment resolves to
+    deployment = deployment.model_copy(update={"tp": resolve_deployment(deployment).tp})
+    resolved = resolve_deployment(deployment)
+    cost = build_cost_model(resolved)
+    defaults = coefficient_values(deployment)
+    prior = np.asarray([defaults[n] for n in NAMES] + [0.0])
+    rows = [
+        row
+        for i, o in enumerate(observations)
+        for row in design_rows(cost, o, deployment.max_num_seqs, prior, seed + i)
+    ]
+    if not rows:
+        raise ConfigError("the observations carry no decode step time or TTFT")
+    rows = [DesignRow(r.obs, r.metric, r.x, r.y / time_scale, r.weight, r.mean_batch) for r in rows]
+    x = np.stack([r.x for r in rows])
+    # a coefficient is fitted when its term appears in some row (no drafter, no TP: held)
+    free = np.abs(x).sum(axis=0) > 0
+    theta, se, share = _solve(rows, prior, free)
+    fitted = x @ theta
+    coefficients = [
+        FittedCoefficient(
+            name=n,
+            value=float(theta[j]),
+            prior=float(prior[j]),
+            standard_error=float(se[j]),
+            data_share=float(share[j]),
+            determined_by=_determined_by(float(theta[j]), float(se[j]), float(share[j])),
+        )
+        for j, n in enumerate(NAMES)
+    ]
+    points = [
+        CalibrationPoint(
+            label=r.obs.label,
+            source=r.obs.source,
+            metric="ttft" if r.metric == "ttft" else "decode_step",
+            concurrency=r.obs.concurrency,
+            k=r.obs.k,
+            requests=int(r.obs.prompt_tokens.size),
+            prompt_tokens=float(r.obs.prompt_tokens.mean()),
+            output_tokens=float(r.obs.output_tokens.mean()),
+            alpha_by_pos=list(r.obs.alpha_by_pos) if r.obs.alpha_by_pos else None,
+            mean_batch=r.mean_batch,
+            observed_ms=r.y * 1e3,
+            fitted_ms=float(f) * 1e3,
+            residual_pct=float((f - r.y) / r.y * 100.0),
+            weight=r.weight,
+        )
+        for r, f in zip(rows, fitted, strict=True)
+    ]
+    concs = [o.concurrency for o in observations]
+    ks = [o.k for o in observations if o.k > 0]
+    fitted_dep = with_coefficients(deployment, {n: float(theta[j]) for j, n in enumerate(NAMES)})
+    has_ttft = any(r.metric == "ttft" for r in rows)
+    return CalibrationProfile(
+        deployment=fitted_dep,
+        deployment_description=resolved.describe(),
+        functional_form=FUNCTIONAL_FORM,
+        coefficients=coefficients,
+        request_overhead_s=float(theta[-1]) if has_ttft else None,
+        points=points,
+        rms_residual_pct=float(np.sqrt(np.mean([p.residual_pct**2 for p in points]))),
+        valid_concurrency=(min(concs), max(concs)),
+        valid_k=(min(ks), max(ks)) if ks else (0, 0),
+        sources=sorted({o.source for o in observations}),
+        time_scale=time_scale,
+    )
+
+
+def _determined_by(
+    value: float, se: float, share: float
+) -> Literal["data", "data, loosely", "prior"]:
+    if share < 0.5:
+        return "prior"
+    return "data" if se <= 0.05 * max(abs(value), 1e-12) else "data, loosely"

@@ -1,0 +1,240 @@
+"""What calibration fits to: one measured level of a closed-loop load, read from saved results.
+
+An :class:`Observation` is a level run at a fixed concurrency against one server configuration
+(K = 0 without speculation): its requests' prompt and output lengths, the acceptance it showed,
+the mean engine step its decoding sequences saw, and its mean TTFT. The mean step is the decode
+time of the requests (first to last token) over their decode steps — output tokens after the
+first without speculation, vLLM's ``num_drafts`` with it (one per sequence per step) — rather
+than the mean gap between streamed chunks, because a server may stream two steps' tokens in one
+chunk when its front end falls behind (vLLM's CPU build does). Readers:
+
+- ``alphagate bench`` results: ``summary.json`` with its ``requests.jsonl`` (per-request lengths);
+  K and α by position from the level's ``/metrics`` counter deltas;
+- ``vllm bench serve --save-result`` JSON: the totals and means it saves (``mean_tpot_ms``,
+  ``std_tpot_ms``, ``mean_ttft_ms``, ``total_input_tokens``, ``total_output_tokens``,
+  ``max_concurrency``, and ``spec_decode_num_drafts`` and
+  ``spec_decode_per_position_acceptance_rates`` when the server speculates).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
+from alphagate.core.errors import ConfigError
+from alphagate.sim.results import Distribution
+from alphagate.theory.acceptance import conditional_from_unconditional
+
+IntArray = npt.NDArray[np.int64]
+
+__all__ = [
+    "Observation",
+    "observations_from_bench",
+    "observations_from_result",
+    "observations_from_vllm_bench",
+    "read_observations",
+]
+
+#: z of the 90th percentile of a normal: (p90 − p50) / 1.2816 estimates a standard deviation.
+_Z90 = 1.2816
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One closed-loop level against one server configuration."""
+
+    label: str
+    source: str
+    concurrency: int
+    k: int
+    alpha_by_pos: tuple[float, ...] | None  # conditional α per position, K > 0
+    prompt_tokens: IntArray  # [requests]
+    output_tokens: IntArray  # [requests]
+    step_ms: float | None  # mean engine step seen by the decoding sequences
+    step_samples: float  # decode steps of all requests
+    step_cv: float  # standard deviation ÷ mean of one step's gap
+    ttft_ms: float | None
+    ttft_samples: float
+    ttft_cv: float
+
+
+def _cv(d: Distribution | None, std: float | None = None) -> float:
+    """Coefficient of variation of one sample: from a given standard deviation, else from the
+    spread between the median and the 90th percentile; kept in [0.02, 2]."""
+    if d is None or not d.mean:
+        return 1.0
+    if std is None:
+        std = max((d.p90 or d.mean) - (d.p50 or d.mean), 0.0) / _Z90
+    return float(min(max(std / d.mean, 0.02), 2.0))
+
+
+def _alpha(per_position: list[float]) -> tuple[float, ...]:
+    """Conditional α per position from vLLM's unconditional per-position rates (NaN → 0)."""
+    cond = conditional_from_unconditional(np.asarray(per_position, dtype=np.float64))
+    return tuple(0.0 if not math.isfinite(float(a)) else float(min(max(a, 0.0), 1.0)) for a in cond)
+
+
+def _level_records(records: list[RequestRecord], lv: LevelSummary) -> list[RequestRecord]:
+    return [
+        r
+        for r in records
+        if r.target == lv.target and r.level == lv.level and r.ok and not r.warmup
+    ]
+
+
+def observations_from_bench(summary: Path) -> list[Observation]:
+    """Every closed-loop level of an ``alphagate bench`` run (``summary.json``)."""
+    try:
+        result = BenchResult.model_validate(json.loads(summary.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+        raise ConfigError(f"{summary}: not a readable alphagate bench summary ({exc})") from None
+    jsonl, looked = result.records_path(summary)
+    if jsonl is None:
+        raise ConfigError(
+            f"{summary}: its requests.jsonl is missing (looked at {', '.join(map(str, looked))}); "
+            "calibration needs each request's prompt and output tokens"
+        )
+    records = []
+    for line in jsonl.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rec = RequestRecord.model_validate_json(line)
+            if rec.run_id == result.run_id:
+                records.append(rec)
+    return observations_from_result(result, records, str(summary))
+
+
+def observations_from_result(
+    result: BenchResult, records: list[RequestRecord], source: str, *, skip: tuple[str, ...] = ()
+) -> list[Observation]:
+    """Every closed-loop level of a bench result, with its request records."""
+    out = []
+    for lv in result.levels:
+        if lv.concurrency is None or lv.rate is not None or lv.time_scale is not None:
+            continue  # open loop and trace replay have no fixed batch
+        if lv.level in skip:
+            continue
+        recs = _level_records(records, lv)
+        if not recs or any(r.prompt_tokens is None or r.output_tokens is None for r in recs):
+            raise ConfigError(
+                f"{source}: level {lv.level} ({lv.target}) has requests without usage counts; "
+                "the server must report usage (alphagate bench asks for it)"
+            )
+        acc = lv.acceptance
+        spec = acc is not None and acc.num_drafts > 0 and acc.k
+        k = int(acc.k) if spec and acc is not None and acc.k else 0
+        per_chunk = lv.overall.mean_tokens_per_chunk or 1.0
+        if k == 0 and per_chunk > 1.02:
+            raise ConfigError(
+                f"{source}: level {lv.level} streamed {per_chunk:.2f} tokens per chunk — the "
+                "server speculates — but no spec-decode counters were read; give its /metrics "
+                "(--metrics-url) so that K and the acceptance are known"
+            )
+        alpha = _alpha(acc.per_position_acceptance) if spec and acc is not None else None
+        o = lv.overall
+        decode_s = sum(r.chunk_times_s[-1] - r.chunk_times_s[0] for r in recs if r.chunk_times_s)
+        if k and acc is not None:
+            steps = float(acc.num_drafts)  # one per sequence per speculative step
+        else:
+            steps = float(
+                sum(
+                    (r.output_tokens or 1) - (r.chunk_tokens[0] if r.chunk_tokens else 1)
+                    for r in recs
+                )
+            )
+        out.append(
+            Observation(
+                label=f"{lv.target} {lv.level}" if lv.target != "default" else lv.level,
+                source=source,
+                concurrency=int(lv.concurrency),
+                k=k,
+                alpha_by_pos=alpha,
+                prompt_tokens=np.asarray([r.prompt_tokens for r in recs], dtype=np.int64),
+                output_tokens=np.asarray([r.output_tokens for r in recs], dtype=np.int64),
+                step_ms=1e3 * decode_s / steps if steps > 0 else None,
+                step_samples=steps,
+                step_cv=_cv(o.itl_per_chunk_ms),
+                ttft_ms=o.ttft_ms.mean,
+                ttft_samples=o.ttft_ms.samples,
+                ttft_cv=_cv(o.ttft_ms),
+            )
+        )
+    if not out:
+        raise ConfigError(f"{source}: no closed-loop level (--concurrency) to calibrate from")
+    return out
+
+
+def _num(data: dict[str, Any], key: str) -> float | None:
+    v = data.get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def observations_from_vllm_bench(path: Path, data: dict[str, Any]) -> list[Observation]:
+    """One ``vllm bench serve --save-result`` run (closed loop: ``--max-concurrency``)."""
+    conc = _num(data, "max_concurrency")
+    rate = data.get("request_rate")
+    if conc is None or (isinstance(rate, int | float) and math.isfinite(rate)):
+        raise ConfigError(
+            f"{path}: calibration needs a closed-loop run (vllm bench serve --max-concurrency N "
+            "with the default request rate inf)"
+        )
+    n = int(_num(data, "completed") or 0)
+    if n <= 0:
+        raise ConfigError(f"{path}: no completed requests")
+    prompt = (_num(data, "total_input_tokens") or 0.0) / n
+    output = (_num(data, "total_output_tokens") or 0.0) / n
+    per = data.get("spec_decode_per_position_acceptance_rates")
+    spec = isinstance(per, list) and len(per) > 0 and (_num(data, "spec_decode_num_drafts") or 0)
+    alpha = _alpha([float(x) for x in per]) if spec and isinstance(per, list) else None
+    tpot, ttft = _num(data, "mean_tpot_ms"), _num(data, "mean_ttft_ms")
+    tpot_std, ttft_std = _num(data, "std_tpot_ms"), _num(data, "std_ttft_ms")
+    # TPOT = (E2E − TTFT) ÷ (output − 1): one step per token without speculation; with it, the
+    # decode time of a request over its steps (drafts per request)
+    steps_per_request = (
+        (_num(data, "spec_decode_num_drafts") or 0.0) / n if alpha else max(output - 1.0, 1.0)
+    )
+    step = (
+        tpot * max(output - 1.0, 1.0) / steps_per_request
+        if tpot is not None and steps_per_request > 0
+        else None
+    )
+    return [
+        Observation(
+            label=f"{path.stem} c{int(conc)}",
+            source=str(path),
+            concurrency=int(conc),
+            k=len(alpha) if alpha else 0,
+            alpha_by_pos=alpha,
+            prompt_tokens=np.full(n, max(1, round(prompt)), dtype=np.int64),
+            output_tokens=np.full(n, max(1, round(output)), dtype=np.int64),
+            step_ms=step,
+            step_samples=n * steps_per_request,
+            step_cv=min(max((tpot_std or tpot or 1.0) / (tpot or 1.0), 0.02), 2.0),
+            ttft_ms=ttft,
+            ttft_samples=float(n),
+            ttft_cv=min(max((ttft_std or ttft or 1.0) / (ttft or 1.0), 0.02), 2.0),
+        )
+    ]
+
+
+def read_observations(path: Path) -> list[Observation]:
+    """Observations from an alphagate bench ``summary.json`` or a vllm bench serve result."""
+    if path.is_dir():
+        path = path / "summary.json"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable JSON file ({exc})") from None
+    if isinstance(data, dict) and data.get("verb") == "bench":
+        return observations_from_bench(path)
+    if isinstance(data, dict) and ("mean_tpot_ms" in data or "max_concurrency" in data):
+        return observations_from_vllm_bench(path, data)
+    raise ConfigError(f"{path}: neither an alphagate bench summary nor a vllm bench serve result")

@@ -1,0 +1,138 @@
+"""Rich tables for ``alphagate simulate --explain-cost`` and ``alphagate calibrate``."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from alphagate.report._tables import add_columns, new_table
+from alphagate.sim.explain import CostExplanation
+from alphagate.specs.calibration import CalibrationProfile
+
+__all__ = ["render_calibration", "render_explanation"]
+
+#: Column-friendly names of the step-time model's terms (``alphagate.sim.cost.TERMS``).
+SHORT = {
+    "target_gemm": "GEMMs",
+    "target_attention": "attention",
+    "target_sampler": "sampler",
+    "target_allreduce": "all-reduce",
+    "target_kernels": "kernels",
+    "draft_gemm": "dr. GEMMs",
+    "draft_attention": "dr. attn",
+    "draft_sampler": "dr. sample",
+    "draft_allreduce": "dr. all-red",
+    "draft_kernels": "dr. kernels",
+    "host_step": "host/step",
+    "host_seq": "host/seq",
+    "host_token": "host/token",
+    "host_draft": "host/draft",
+}
+
+
+def render_explanation(e: CostExplanation, k_detail: int | None = None) -> RenderableType:
+    """v(B, K) and c(B, K) per batch, then every term's contribution at one K."""
+    kd = k_detail if k_detail in e.ks else e.ks[len(e.ks) // 2]
+    kj = e.ks.index(kd)
+    totals = add_columns(
+        new_table(
+            f"Step-time model, mean context {e.mean_context:.0f} tokens: one speculative step "
+            "costs K·c + v decode steps"
+        ),
+        "B",
+        "decode ms",
+        *(f"v K={k}" for k in e.ks),
+        f"c K={kd}",
+        left=0,
+    )
+    for i, b in enumerate(e.batches):
+        totals.add_row(
+            str(b),
+            f"{e.decode_ms[i]:.2f}",
+            *(f"{v:.3f}" for v in e.verify_cost[i]),
+            f"{e.draft_cost[i][kj]:.3f}",
+        )
+    terms = add_columns(
+        new_table(f"How each term moves v (target, host) and c (drafter) at K={kd}"),
+        "term",
+        "",
+        *(f"B={b}" for b in e.batches),
+        left=2,
+    )
+    shown = [t for t in e.terms if any(abs(row[kj]) >= 5e-4 for row in t.by_batch)]
+    for t in shown:
+        terms.add_row(SHORT[t.term], t.moves, *(f"{row[kj]:+.3f}" for row in t.by_batch))
+    sources = add_columns(
+        new_table("What each term models, and its source"), "term", "model", left=2
+    )
+    for t in shown:
+        sources.add_row(SHORT[t.term], f"{t.mechanism} ({t.source})")
+    hidden = [t.term for t in e.terms if t not in shown]
+    note = (
+        f"Below 0.0005 everywhere here: {', '.join(SHORT[t] for t in hidden)}. " if hidden else ""
+    ) + "v = 1 + Σ of the v rows; c = Σ of the c rows (--json: every term at every K)."
+    return Group(Text(e.deployment), totals, terms, sources, Text(note))
+
+
+def render_calibration(p: CalibrationProfile) -> RenderableType:
+    """The fitted coefficients, the points they came from and the fit's residuals."""
+    coef = add_columns(
+        new_table("Coefficients (step = Σ coefficient × term; see alphagate.sim.cost)"),
+        "coefficient",
+        "fitted",
+        "±1 s.e.",
+        "prior",
+        "set by",
+        left=1,
+    )
+    for c in p.coefficients:
+        rel = c.standard_error / c.value if c.value > 0 else float("inf")
+        coef.add_row(
+            c.name,
+            _fmt(c.name, c.value),
+            "—" if rel == float("inf") else f"±{rel:.0%}",
+            _fmt(c.name, c.prior),
+            c.determined_by,
+        )
+    pts = add_columns(
+        new_table("Points: measured vs the fitted model (step = mean decode step)"),
+        "level",
+        "metric",
+        "C",
+        "K",
+        "measured ms",
+        "fitted ms",
+        "residual",
+        left=2,
+    )
+    for pt in p.points:
+        pts.add_row(
+            pt.label,
+            "TTFT" if pt.metric == "ttft" else "step",
+            str(pt.concurrency),
+            str(pt.k),
+            f"{pt.observed_ms:.3f}",
+            f"{pt.fitted_ms:.3f}",
+            f"{pt.residual_pct:+.1f}%",
+        )
+    lo, hi = p.valid_concurrency
+    klo, khi = p.valid_k
+    extra = (
+        f"; {p.request_overhead_s * 1e3:.2f} ms per request outside the engine (from TTFT)"
+        if p.request_overhead_s is not None
+        else ""
+    )
+    text = Text(
+        f"{p.deployment_description}\nvalid for concurrency {lo}–{hi}"
+        + (f" and K {klo}–{khi}" if khi else " (no speculative level)")
+        + f"; RMS residual {p.rms_residual_pct:.1f}%{extra}"
+    )
+    return Group(text, coef, pts)
+
+
+def _fmt(name: str, value: float) -> str:
+    if name.endswith("_scale"):
+        return f"{value:.3f}×"
+    if value >= 1e-3:
+        return f"{value * 1e3:.3f} ms"
+    return f"{value * 1e6:.2f} µs"

@@ -1,0 +1,126 @@
+"""How each term of the step-time model moves the verify cost v(B, K) and the draft cost c(B, K).
+
+One speculative step costs K·c + v plain decode steps (Leviathan et al. 2023, Thm 3.8, with the
+emergent costs of :mod:`alphagate.sim.cost`). Both split exactly over the model's terms:
+
+    v(B, K) = 1 + Σ_term (term(B, K) − term(B, 0)) / decode(B)       (target and host terms)
+    c(B, K) =     Σ_term  term(B, K) / K / decode(B)                   (drafter terms)
+
+so the table of contributions adds up to the figures ``alphagate simulate`` prints, and a term
+that is the same in a verify pass and a decode step (the weight read below the ridge, the host
+cost per step) contributes nothing to v.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+from pydantic import Field
+
+from alphagate.core.records import Frozen
+from alphagate.sim.cost import COEFFICIENTS, TERMS, StepCostModel
+
+__all__ = ["TERM_LABELS", "CostExplanation", "TermContribution", "explain_cost", "powers_of_two"]
+
+#: What each term models, and its public source (the full citations are in :mod:`alphagate.sim.cost`).
+TERM_LABELS: Final[dict[str, tuple[str, str]]] = {
+    "target_gemm": (
+        "weight GEMMs: roofline, tile/wave quantized, graph-padded",
+        "NVIDIA matmul guide; PTX wgmma m64; vllm/config/vllm.py",
+    ),
+    "target_attention": (
+        "attention: K+1 query rows per sequence in the kernel's tile",
+        "flash-attention flash_api.cpp (FA2), hopper/ (FA3)",
+    ),
+    "target_sampler": (
+        "sampler and rejection sampler over fp32 logits",
+        "vllm/v1/sample/sampler.py, rejection_sampler.py",
+    ),
+    "target_allreduce": ("TP all-reduce, two per layer", "nccl-tests doc/PERFORMANCE.md"),
+    "target_kernels": (
+        "kernel gaps in a CUDA graph; eager past the largest capture",
+        "NVIDIA CUDA Graphs blog; vllm/config/vllm.py",
+    ),
+    "draft_gemm": (
+        "drafter GEMMs: fc (EAGLE-3: 3·hidden), layer, LM head",
+        "vllm/v1/spec_decode/eagle.py, models/llama_eagle3.py",
+    ),
+    "draft_attention": ("drafter attention over the context", "as the target's"),
+    "draft_sampler": ("draft tokens: greedy argmax", "vLLM draft_sample_method=greedy"),
+    "draft_allreduce": ("drafter all-reduce (its own TP)", "vLLM draft_tensor_parallel_size"),
+    "draft_kernels": ("drafter kernel gaps / eager launches", "as the target's"),
+    "host_step": ("host: scheduler and input preparation per step", "calibrate fits it"),
+    "host_seq": ("host: per running sequence", "calibrate fits it"),
+    "host_token": ("host: per scheduled token", "calibrate fits it"),
+    "host_draft": ("host: per draft forward (n-gram: per step)", "calibrate fits it"),
+}
+_DRAFTER_TERMS: Final = (*COEFFICIENTS["draft_time_scale"], "host_draft")
+
+
+def powers_of_two(top: int) -> list[int]:
+    """1, 2, 4, … up to ``top`` (and ``top`` itself when it is not a power of two)."""
+    out = [1 << i for i in range(max(top, 1).bit_length()) if (1 << i) <= top]
+    return out if out[-1] == top else [*out, top]
+
+
+class TermContribution(Frozen):
+    """One term's share of v(B, K) (target and host terms) or of c(B, K) (drafter terms)."""
+
+    term: str
+    mechanism: str
+    source: str
+    moves: str = Field(description="v (verify cost) or c (draft cost)")
+    by_batch: list[list[float]] = Field(description="[batch][K]: its contribution")
+
+
+class CostExplanation(Frozen):
+    """v(B, K), c(B, K) and every term's contribution, at one mean context."""
+
+    deployment: str
+    mean_context: float
+    batches: list[int]
+    ks: list[int]
+    decode_ms: list[float] = Field(description="a plain decode step at each batch (ms)")
+    verify_cost: list[list[float]] = Field(description="[batch][K]: v(B, K)")
+    draft_cost: list[list[float]] = Field(description="[batch][K]: c(B, K)")
+    terms: list[TermContribution]
+
+
+def explain_cost(
+    cost: StepCostModel, batches: list[int], ks: list[int], mean_context: float
+) -> CostExplanation:
+    """v, c and each term's contribution on a grid of batch sizes and K."""
+    b = np.asarray(batches, dtype=np.float64)[:, None]  # [B, 1]
+    k = np.asarray(ks, dtype=np.float64)[None, :]  # [1, K]
+    w = cost.coefficients.term_weights()
+    spec = cost.terms(k, b, b * mean_context)  # each [B, K]
+    base = cost.terms(0.0, b, b * mean_context)  # each [B, 1]
+    decode = sum((w[t] * base[t] for t in TERMS), start=np.zeros_like(b))
+    rows = []
+    for t in TERMS:
+        if t in _DRAFTER_TERMS:
+            share = w[t] * spec[t] / k / decode
+            moves = "c"
+        else:
+            share = w[t] * (spec[t] - base[t]) / decode
+            moves = "v"
+        share = np.broadcast_to(share, (b.shape[0], k.shape[1]))
+        label, source = TERM_LABELS[t]
+        rows.append(
+            TermContribution(
+                term=t, mechanism=label, source=source, moves=moves, by_batch=share.tolist()
+            )
+        )
+    v = 1.0 + sum(np.asarray(r.by_batch) for r in rows if r.moves == "v")
+    c = sum(np.asarray(r.by_batch) for r in rows if r.moves == "c")
+    return CostExplanation(
+        deployment=cost.description,
+        mean_context=mean_context,
+        batches=list(batches),
+        ks=list(ks),
+        decode_ms=(decode[:, 0] * 1e3).tolist(),
+        verify_cost=np.asarray(v).tolist(),
+        draft_cost=np.asarray(c).tolist(),
+        terms=rows,
+    )

@@ -1,0 +1,195 @@
+"""A calibration profile: the step-time model's coefficients fitted to one real server.
+
+``alphagate calibrate`` writes it (schema ``alphagate.results/v1``, ``verb: "calibrate"``);
+``simulate``, ``plan`` and ``twin`` read it with ``--calibration FILE``. It records the deployment
+the coefficients were fitted for (their terms depend on it), every coefficient with its prior and
+how much of it the data determined, the points it came from with the fit's residuals, and the
+concurrency and K range it is valid for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import Field, ValidationError
+
+from alphagate.core.errors import ConfigError
+from alphagate.core.records import Frozen, Results
+from alphagate.specs.deployment import DeploymentConfig, NgramDrafter
+
+__all__ = [
+    "COEFFICIENT_FIELDS",
+    "CalibrationPoint",
+    "CalibrationProfile",
+    "FittedCoefficient",
+    "coefficient_values",
+    "load_profile",
+    "with_coefficients",
+]
+
+#: Each coefficient of the step-time model (:data:`alphagate.sim.cost.COEFFICIENTS`), the
+#: deployment field that holds it, and the factor from the coefficient's unit to the field's.
+#: ``draft_forward_overhead_s`` lives on the drafter (``forward_overhead_ms``; n-gram:
+#: ``cpu_cost_ms`` per step).
+COEFFICIENT_FIELDS: Final[dict[str, tuple[str, float]]] = {
+    "target_time_scale": ("target_time_scale", 1.0),
+    "draft_time_scale": ("draft_time_scale", 1.0),
+    "step_overhead_s": ("step_overhead_ms", 1e3),
+    "per_seq_overhead_s": ("per_seq_overhead_us", 1e6),
+    "per_token_overhead_s": ("per_token_overhead_us", 1e6),
+    "draft_forward_overhead_s": ("forward_overhead_ms", 1e3),
+}
+
+
+def coefficient_values(dep: DeploymentConfig) -> dict[str, float]:
+    """The coefficients a deployment config sets, in the coefficients' units."""
+    out = {}
+    for name, (fld, factor) in COEFFICIENT_FIELDS.items():
+        if name == "draft_forward_overhead_s":
+            d = dep.drafter
+            value = d.cpu_cost_ms if isinstance(d, NgramDrafter) else d.forward_overhead_ms
+        else:
+            value = getattr(dep, fld)
+        out[name] = float(value) / factor
+    return out
+
+
+def with_coefficients(dep: DeploymentConfig, values: dict[str, float]) -> DeploymentConfig:
+    """``dep`` with the given coefficients (in the coefficients' units) set."""
+    update: dict[str, object] = {}
+    for name, value in values.items():
+        fld, factor = COEFFICIENT_FIELDS[name]
+        if name == "draft_forward_overhead_s":
+            d = dep.drafter
+            key = "cpu_cost_ms" if isinstance(d, NgramDrafter) else "forward_overhead_ms"
+            update["drafter"] = d.model_copy(update={key: value * factor})
+        else:
+            update[fld] = value * factor
+    return dep.model_copy(update=update)
+
+
+class FittedCoefficient(Frozen):
+    """One coefficient: fitted value, prior, and how far the data (not the prior) set it."""
+
+    name: str
+    value: float = Field(description="fitted (seconds, or a factor for *_scale)")
+    prior: float = Field(description="the uncalibrated default it was pulled towards")
+    standard_error: float = Field(description="from the fit's residuals and the prior")
+    data_share: float = Field(
+        ge=0.0, le=1.0, description="1 − posterior ÷ prior variance: 1 = set by the data alone"
+    )
+    determined_by: Literal["data", "data, loosely", "prior"] = Field(
+        description="data: standard error ≤ 5% of the value; data, loosely: the data moved it but "
+        "do not pin it (two terms grew alike over the measured range); prior: the data hardly "
+        "moved it"
+    )
+
+
+class CalibrationPoint(Frozen):
+    """One measured level and what the fitted model says about it."""
+
+    label: str
+    source: str = Field(description="file or URL the point was read from")
+    metric: Literal["decode_step", "ttft"] = Field(
+        description="the mean engine step the decoding sequences saw (their decode time over "
+        "their steps), or mean TTFT at concurrency 1 (the prefill step)"
+    )
+    concurrency: int
+    k: int
+    requests: int
+    prompt_tokens: float
+    output_tokens: float
+    alpha_by_pos: list[float] | None = Field(description="conditional α per position (K > 0)")
+    mean_batch: float = Field(description="decoding sequences per step in the simulated level")
+    observed_ms: float
+    fitted_ms: float
+    residual_pct: float
+    weight: float = Field(description="1 ÷ the row's relative variance (samples, simulated spread)")
+
+
+class CalibrationProfile(Results):
+    """Coefficients of the step-time model fitted to one server's measurements."""
+
+    verb: Literal["calibrate"] = "calibrate"
+    deployment: DeploymentConfig = Field(
+        description="the deployment the terms were computed for, with the fitted coefficients set"
+    )
+    deployment_description: str
+    functional_form: str
+    coefficients: list[FittedCoefficient]
+    request_overhead_s: float | None = Field(
+        default=None,
+        description="client-visible time per request outside engine steps (HTTP, tokenization), "
+        "fitted from TTFT; not part of the step-time model",
+    )
+    points: list[CalibrationPoint]
+    rms_residual_pct: float
+    valid_concurrency: tuple[int, int]
+    valid_k: tuple[int, int]
+    sources: list[str]
+    time_scale: float = Field(
+        default=1.0, description="wall seconds per server second the data were divided by"
+    )
+
+    def values(self) -> dict[str, float]:
+        return {c.name: c.value for c in self.coefficients}
+
+    def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
+        """``dep`` with the fitted coefficients set (its other fields kept)."""
+        return with_coefficients(dep, self.values())
+
+    def range_note(self, concurrency: int, k: int | None = None) -> str | None:
+        """Why predictions at ``concurrency`` (and K) extrapolate the profile, or None."""
+        lo, hi = self.valid_concurrency
+        notes = []
+        if not lo <= concurrency <= hi:
+            notes.append(f"concurrency {concurrency} is outside its range {_span(lo, hi)}")
+        klo, khi = self.valid_k
+        if k is not None and k > 0 and not klo <= k <= khi:
+            at = f"K={k} (at concurrency {concurrency})"
+            notes.append(
+                f"{at} is outside its K range {_span(klo, khi)}"
+                if khi
+                else f"{at} was not measured"
+            )
+        if not notes:
+            return None
+        return " and ".join(notes) + ", so the profile's coefficients are extrapolated there"
+
+    def _fitted_at(self) -> str:
+        klo, khi = self.valid_k
+        return f"concurrency {_span(*self.valid_concurrency)}" + (
+            f", K {_span(klo, khi)}" if khi else ""
+        )
+
+    def summary(self) -> str:
+        """One sentence for a plan or a simulation made with this profile."""
+        return (
+            f"step-time coefficients calibrated on {self.deployment_description.split(';')[0]} "
+            f"at {self._fitted_at()} (RMS residual {self.rms_residual_pct:.1f}%)"
+        )
+
+
+def _span(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def load_profile(path: str | Path) -> CalibrationProfile:
+    """Read a profile written by ``alphagate calibrate``; :class:`ConfigError` names the problem."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such file")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{p}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict) or data.get("verb") != "calibrate":
+        raise ConfigError(f"{p}: not a calibration profile (alphagate calibrate writes one)")
+    try:
+        return CalibrationProfile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{p}: field {where!r}: {first['msg']}") from None

@@ -1,0 +1,192 @@
+"""`alphagate calibrate` from saved results, `--calibration` in simulate/plan/twin, the new
+simulator inputs (α by position, --alpha-from, overhead flags, draft TP) and --explain-cost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from alphagate.core.traffic import TrafficClass
+from alphagate.sim.cost import build_cost_model
+from alphagate.sim.engine import Scenario
+from alphagate.sim.results import summarize
+from alphagate.sim.run import run_scenarios
+from alphagate.sim.workload import ClosedLoop, RequestSet, unconditional_table
+from alphagate.specs import DeploymentConfig, resolve_deployment
+from alphagate.specs.calibration import with_coefficients
+from tests.conftest import Cli
+
+DEP = ["--model", "llama-3.1-8b", "--dtype", "bf16", "--gpu", "h100"]
+TRUTH = {"target_time_scale": 1.2, "step_overhead_s": 1.5e-3, "per_seq_overhead_s": 10e-6}
+ALPHA = (0.8, 0.7, 0.6)
+
+
+def _vllm_result(path: Path, c: int, k: int, n_in: int, n_out: int, n: int) -> Path:
+    """What ``vllm bench serve --save-result`` writes for one closed-loop run, from the simulator
+    with known coefficients."""
+    base = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
+    cost = build_cost_model(resolve_deployment(with_coefficients(base, TRUTH)))
+    cls = (
+        TrafficClass(name="a", share=1.0, alpha_by_pos=ALPHA)
+        if k
+        else TrafficClass(name="a", share=1.0, alpha=0.0)
+    )
+    p, o = np.full(n, n_in, dtype=np.int64), np.full(n, n_out, dtype=np.int64)
+    sc = Scenario(
+        k, ClosedLoop(users=c), RequestSet(p, o, np.zeros(n, dtype=np.int64), np.full(n, np.nan)),
+        unconditional_table((cls,), k), 256,
+    )  # fmt: skip
+    s = summarize(run_scenarios(cost, [sc], np.random.default_rng(c + 10 * k))[0])
+    data: dict[str, Any] = {
+        "backend": "openai",
+        "max_concurrency": c,
+        "request_rate": "inf",
+        "completed": n,
+        "total_input_tokens": n * n_in,
+        "total_output_tokens": n * n_out,
+        "mean_itl_ms": s.itl_per_chunk_ms.mean,
+        "mean_ttft_ms": s.ttft_ms.mean,
+        "std_ttft_ms": 0.02 * (s.ttft_ms.mean or 1.0),
+        "mean_tpot_ms": s.tpot_ms.mean,
+        "std_tpot_ms": 0.05 * (s.tpot_ms.mean or 1.0),
+    }
+    if k:
+        data.update(
+            spec_decode_acceptance_rate=100.0 * (s.draft_acceptance_rate or 0.0),
+            spec_decode_num_drafts=s.num_drafts,
+            spec_decode_draft_tokens=s.num_draft_tokens,
+            spec_decode_accepted_tokens=s.num_accepted_tokens,
+            spec_decode_per_position_acceptance_rates=s.per_position_acceptance,
+        )
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    d = tmp_path_factory.mktemp("vllm-results")
+    levels = [(1, 0, 2048, 8, 8), (1, 0, 256, 64, 16), (16, 0, 256, 64, 96), (1, 3, 256, 64, 16)]
+    return [_vllm_result(d / f"r{i}.json", *lv) for i, lv in enumerate(levels)]
+
+
+@pytest.fixture(scope="module")
+def profile(results: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("profile") / "calibration.json"
+    r = Cli().run("calibrate", *map(str, results), *DEP, "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert "Coefficients" in r.output and f"profile written to {out}" in r.output
+    return out
+
+
+def test_calibrate_from_vllm_bench_results(results: list[Path], tmp_path: Path) -> None:
+    d = Cli().json("calibrate", *map(str, results), *DEP, "--out", str(tmp_path / "p.json"))
+    assert d["verb"] == "calibrate"
+    assert json.loads((tmp_path / "p.json").read_text())["coefficients"] == d["coefficients"]
+    got = {c["name"]: c["value"] for c in d["coefficients"]}
+    assert got["target_time_scale"] == pytest.approx(TRUTH["target_time_scale"], rel=0.05)
+    assert got["step_overhead_s"] == pytest.approx(TRUTH["step_overhead_s"], rel=0.1)
+    assert d["valid_concurrency"] == [1, 16] and d["valid_k"] == [3, 3]
+    assert [p["metric"] for p in d["points"]].count("ttft") == 3  # the concurrency-1 levels
+    assert d["deployment"]["tp"] == 1  # the TP the terms were computed for is pinned
+
+
+def test_simulate_and_plan_with_a_profile(profile: Path) -> None:
+    cli = Cli()
+    d = cli.json(
+        "simulate", "--calibration", str(profile), "--concurrency", "1,64", "--k", "3",
+        "--alpha", "0.7", "--no-breakeven-sim",
+    )  # fmt: skip
+    assert "Llama-3.1-8B" in d["deployment"]  # the profile's deployment, not the default 70B
+    assert d["calibration"][0].startswith("step-time coefficients calibrated")
+    assert any("concurrency 64 is outside its range 1–16" in n for n in d["calibration"][1:])
+    p = cli.json("plan", "--class", "chat:1:0.7", "--concurrency", "8", "--peak-concurrency",
+                 "64", "--calibration", str(profile))  # fmt: skip
+    assert any("concurrency 64 is outside its range 1–16" in n for n in p["calibration"][1:])
+    assert any(r.startswith("Calibration:") for r in p["risks"])
+    inside = cli.json("plan", "--class", "chat:1:0.7", "--concurrency", "8", "--k", "3",
+                      "--calibration", str(profile))  # fmt: skip
+    assert len(inside["calibration"]) == 1  # fitted at 1–16, K 3: nothing extrapolated
+
+
+def test_a_profile_refuses_another_deployment(profile: Path) -> None:
+    r = Cli().run("simulate", "--calibration", str(profile), "--gpu", "a100-80gb", "--json")
+    assert r.exit_code == 2
+    err = json.loads(r.stdout)["error"]
+    assert err["param"] == "--gpu" and "fitted for --gpu h100" in err["message"]
+    same = Cli().run("simulate", "--calibration", str(profile), "--gpu", "h100", "-c", "1",
+                     "--k", "1", "--alpha", "0.7", "--no-breakeven-sim", "--json")  # fmt: skip
+    assert same.exit_code == 0, same.output
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        ([], "--url"),
+        (["missing.json"], "RESULTS"),
+        (["--url", "http://127.0.0.1:9", "--concurrency", "0"], "--concurrency"),
+    ],
+)
+def test_bad_calibrate_input(args: list[str], flag: str, tmp_path: Path) -> None:
+    r = Cli().run("calibrate", *args, "--out", str(tmp_path / "p.json"), "--json")
+    assert r.exit_code == 2, r.output
+    assert json.loads(r.stdout)["error"]["param"] == flag
+
+
+def test_bad_profile_names_the_flag(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"verb": "bench"}')
+    for verb in (["simulate"], ["plan", "--class", "a:1:0.7", "-c", "4"]):
+        r = Cli().run(*verb, "--calibration", str(bad), "--json")
+        assert r.exit_code == 2, (verb, r.output)
+        assert json.loads(r.stdout)["error"]["param"] == "--calibration"
+    r = Cli().run("twin", "--calibration", str(bad))  # refused before it listens
+    assert (
+        r.exit_code == 2 and "--calibration" in r.output and "not a calibration profile" in r.output
+    )
+
+
+def test_explain_cost_json_and_table() -> None:
+    cli = Cli()
+    d = cli.json("simulate", *DEP, "--explain-cost")
+    assert d["batches"] == [1, 2, 4, 8, 16, 32, 64] and d["ks"] == [1, 2, 3, 4, 5]
+    v = np.asarray(d["verify_cost"])
+    assert v.shape == (7, 5) and np.all(v >= 1.0) and np.all(np.diff(v[:, 2]) >= 0)
+    terms = {t["term"]: t for t in d["terms"]}
+    assert terms["host_step"]["moves"] == "v" and terms["draft_gemm"]["moves"] == "c"
+    r = cli.run("simulate", *DEP, "--explain-cost", "--concurrency", "16", "--k", "2")
+    assert r.exit_code == 0 and "How each term moves v" in r.output and "B=16" in r.output
+
+
+def test_alpha_by_position_alpha_from_and_cost_flags(tmp_path: Path) -> None:
+    cli = Cli()
+    by_pos = cli.json("simulate", *DEP, "--class", "chat:1:0.8,0.7,0.6", "-c", "1", "--k", "3",
+                      "--no-breakeven-sim")  # fmt: skip
+    flat = cli.json("simulate", *DEP, "--class", "chat:1:0.6", "-c", "1", "--k", "3",
+                    "--no-breakeven-sim")  # fmt: skip
+    s_pos = by_pos["cells"][0]["speedup"]["throughput_speedup"]
+    assert s_pos > flat["cells"][0]["speedup"]["throughput_speedup"]
+    measured = tmp_path / "alpha.json"
+    measured.write_text(json.dumps({"classes": {"chat": {"alpha": 0.6}}}))
+    filled = cli.json("simulate", *DEP, "--class", "chat:1", "--alpha-from", str(measured),
+                      "-c", "1", "--k", "3", "--no-breakeven-sim")  # fmt: skip
+    assert filled["cells"][0]["speedup"]["throughput_speedup"] == pytest.approx(
+        flat["cells"][0]["speedup"]["throughput_speedup"]
+    )
+    slow = cli.json("simulate", *DEP, "--class", "chat:1:0.6", "-c", "1", "--k", "3",
+                    "--no-breakeven-sim", "--draft-overhead-ms", "2")  # fmt: skip
+    assert slow["cells"][0]["speedup"]["throughput_speedup"] < 0.8 * s_pos
+    r = cli.run("simulate", *DEP, "--tp", "2", "--draft-tp", "2", "-c", "1", "--k", "1",
+                "--alpha", "0.7", "--no-breakeven-sim", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    bad = cli.run("simulate", *DEP, "--tp", "4", "--draft-tp", "2", "--json")
+    assert bad.exit_code == 2
+
+
+def test_mean_batch_is_reported_beside_the_concurrency() -> None:
+    d = Cli().json("simulate", *DEP, "-c", "16", "--k", "3", "--alpha", "0.7",
+                   "--no-breakeven-sim")  # fmt: skip
+    assert d["rows"][0]["baseline"]["mean_batch"] > 0.9 * 16

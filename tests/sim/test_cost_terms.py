@@ -1,0 +1,275 @@
+"""Each term of the step-time model has the shape its mechanism gives it: monotone where it should
+be, zero where it should vanish, and the sum of the terms is the step time either way it is
+computed (one step as Python floats, many steps as arrays)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from alphagate.core.traffic import TrafficClass
+from alphagate.sim.cost import (
+    COEFFICIENTS,
+    GEMM_TILE_M,
+    KERNELS_PER_FORWARD,
+    KERNELS_PER_LAYER,
+    TERMS,
+    StepCostModel,
+    build_cost_model,
+    capture_sizes,
+)
+from alphagate.sim.explain import explain_cost, powers_of_two
+from alphagate.sim.predict import model_speedup
+from alphagate.specs import (
+    DeploymentConfig,
+    DraftModelDrafter,
+    NgramDrafter,
+    WorkloadConfig,
+    resolve_deployment,
+)
+from alphagate.specs.calibration import COEFFICIENT_FIELDS
+from alphagate.theory.memory import model_footprint
+
+H100_8B = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", gpu="h100")
+
+
+def _cost(**update: object) -> StepCostModel:
+    return build_cost_model(resolve_deployment(H100_8B.model_copy(update=update)))
+
+
+@pytest.fixture(scope="module")
+def cost() -> StepCostModel:
+    return _cost()
+
+
+def test_gemm_list_reads_every_streamed_weight(cost: StepCostModel) -> None:
+    """The GEMMs priced are the weights one forward reads (theory.memory's count, less norms)."""
+    assert cost.target is not None
+    fp = model_footprint(resolve_deployment(H100_8B).target, "bf16")
+    priced = cost.target.gemms.params + cost.target.head.params
+    assert priced == pytest.approx(fp.streamed_params, rel=1e-3)
+
+
+def test_gemm_is_tile_and_wave_quantized(cost: StepCostModel) -> None:
+    """With an unlimited bandwidth only compute counts: flat inside a 64-row tile, a step at each
+    new tile, whole waves once the tiles outnumber the SMs; zero at M = 0; never decreasing."""
+    assert cost.target is not None
+    t = cost.target
+    hw = replace(t.hw, bandwidth=1e30)
+    m = np.arange(0, 1025, dtype=np.float64)
+    g = t.gemms.seconds(m, t.bytes_per_weight, hw)
+    assert g[0] == 0.0
+    assert np.all(np.diff(g) >= 0)
+    assert g[1] == g[GEMM_TILE_M] < g[GEMM_TILE_M + 1]
+    # one GEMM with 2 tiles per row block: below one wave it grows with the tiles; past the SMs
+    # it jumps to whole waves
+    one = replace(t.gemms, n=np.asarray([2.0 * hw.tile_n]), k=np.asarray([4096.0]))
+    one = replace(one, count=np.asarray([1.0]))
+    tiles = lambda mm: 2 * np.ceil(mm / GEMM_TILE_M)  # noqa: E731
+    per_tile = 2.0 * hw.tile_m * hw.tile_n * 4096 / hw.gemm_flops
+    m_full = GEMM_TILE_M * hw.sm_count / 2  # exactly one wave
+    assert float(one.seconds(m_full, 2.0, hw)) == pytest.approx(tiles(m_full) * per_tile)
+    assert float(one.seconds(m_full + 1, 2.0, hw)) == pytest.approx(2 * hw.sm_count * per_tile)
+
+
+def test_gemm_is_the_weight_read_below_the_ridge(cost: StepCostModel) -> None:
+    assert cost.target is not None
+    t = cost.target
+    read = (t.gemms.n * t.gemms.k * t.gemms.count).sum() * t.bytes_per_weight / t.hw.bandwidth
+    assert float(t.gemms.seconds(1.0, t.bytes_per_weight, t.hw)) == pytest.approx(read)
+    assert float(t.gemms.seconds(64.0, t.bytes_per_weight, t.hw)) == pytest.approx(read)
+
+
+def test_verify_attention_pads_query_rows_to_the_tile() -> None:
+    """Decode packs the GQA group into one tile on both kernels; a verify pass with K+1 queries
+    does only on a packing kernel (FlashAttention-3), else each head's rows are padded apart."""
+    hopper = _cost().target
+    ampere = _cost(gpu="a100-80gb").target
+    assert hopper is not None and ampere is not None
+    g = hopper.group
+    assert g == 4
+    assert hopper.query_rows(1.0, True) == hopper.query_rows(4.0, False) == 128.0  # one tile
+    assert ampere.query_rows(1.0, True) == 64.0
+    assert ampere.query_rows(4.0, False) == g * 64.0  # 4 heads × a 64-row tile each
+    assert ampere.query_rows(1.0, False) == g * 64.0  # a mixed step does not pack either
+    rows = ampere.query_rows(np.arange(1.0, 70.0), False)
+    assert np.all(np.diff(rows) >= 0)
+
+
+def test_verify_attention_moves_v_only_where_it_is_compute_bound() -> None:
+    """On an H100 (packed, memory-bound) verifying K+1 tokens reads the same KV as decoding: no
+    change in v from attention; on an A100 (FA2, 4× the rows) it grows with the batch."""
+
+    def attn(cost: StepCostModel, b: float) -> float:
+        e = explain_cost(cost, [int(b)], [3], 1024.0)
+        return next(t.by_batch[0][0] for t in e.terms if t.term == "target_attention")
+
+    h100, a100 = _cost(), _cost(gpu="a100-80gb")
+    assert attn(h100, 16) < 1e-3
+    assert attn(a100, 4) < attn(a100, 16) < attn(a100, 64)
+    assert attn(a100, 16) > 0.02
+
+
+def test_sampler_is_per_sampled_row(cost: StepCostModel) -> None:
+    t0 = cost.terms(0, 1, 100.0)["target_sampler"]
+    assert float(cost.terms(0, 0, 0.0, 512, 0.0, 512 * 256.0)["target_sampler"]) == 0.0
+    assert float(cost.terms(0, 8, 800.0)["target_sampler"]) == pytest.approx(8 * float(t0))
+    # a verify pass samples K + 1 rows per sequence
+    assert float(cost.terms(3, 8, 800.0)["target_sampler"]) == pytest.approx(32 * float(t0))
+
+
+def test_drafter_terms() -> None:
+    """Zero without speculation; an EAGLE-3 step's first forward carries the fc over 3·hidden
+    and every scheduled token, the later ones the batch; growing with K and with the batch."""
+    cost = _cost()
+    assert cost.draft is not None
+    no = cost.terms(0, 16, 16 * 500.0)
+    assert all(float(no[t]) == 0.0 for t in COEFFICIENTS["draft_time_scale"])
+    assert float(no["host_draft"]) == 0.0
+    d = [float(cost.terms(k, 16, 16 * 500.0)["draft_gemm"]) for k in (1, 2, 3, 4)]
+    assert np.all(np.diff(d) > 0)
+    # the first forward costs more than a later one (fc 3h → h over all tokens)
+    assert d[0] > d[1] - d[0] > 0
+    by_b = [float(cost.terms(3, b, b * 500.0)["draft_gemm"]) for b in (1, 8, 64, 128)]
+    assert np.all(np.diff(by_b) >= 0)
+    assert float(cost.terms(3, 16, 8000.0)["host_draft"]) == 3.0  # per draft forward
+
+
+def test_draft_model_on_its_own_tensor_parallelism() -> None:
+    """A draft model at TP 1 beside a TP-2 target reads all its weights on one GPU and needs no
+    all-reduce; at the target's TP it reads half and all-reduces."""
+    dep = H100_8B.model_copy(update={"tp": 2, "drafter": DraftModelDrafter(model="llama-3.2-1b")})
+    own = build_cost_model(resolve_deployment(dep.model_copy(update={"draft_tp": 1})))
+    same = build_cost_model(resolve_deployment(dep))
+    a, b = own.terms(3, 4, 2000.0), same.terms(3, 4, 2000.0)
+    assert float(a["draft_allreduce"]) == 0.0 < float(b["draft_allreduce"])
+    assert float(a["draft_gemm"]) > 1.8 * float(b["draft_gemm"])
+    assert float(a["target_gemm"]) == pytest.approx(float(b["target_gemm"]))
+
+
+def test_draft_tp_follows_vllms_rule() -> None:
+    from alphagate.core.errors import SpecError
+
+    with pytest.raises(SpecError, match="draft_tensor_parallel_size"):
+        resolve_deployment(H100_8B.model_copy(update={"tp": 4, "draft_tp": 2}))
+
+
+def test_ngram_costs_host_time_per_step() -> None:
+    cost = _cost(drafter=NgramDrafter(cpu_cost_ms=0.05))
+    t = cost.terms(5, 32, 32 * 500.0)
+    assert cost.draft is None and float(t["draft_gemm"]) == 0.0
+    assert float(t["host_draft"]) == 1.0  # once per step, whatever K
+
+
+def test_host_terms(cost: StepCostModel) -> None:
+    t = cost.terms(3, 10, 1000.0, 200.0, 0.0, 200 * 100.0, 12)
+    assert float(t["host_step"]) == 1.0
+    assert float(t["host_seq"]) == 12.0  # running sequences, prefilling ones included
+    assert float(t["host_token"]) == 10 * 4 + 200  # scheduled tokens
+    assert float(cost.terms(0, 0, 0.0)["host_token"]) == 0.0
+
+
+def test_tensor_parallel_allreduce() -> None:
+    one, two = _cost(), _cost(tp=2)
+    assert float(one.terms(0, 8, 800.0)["target_allreduce"]) == 0.0
+    ar = [float(two.terms(0, b, b * 800.0)["target_allreduce"]) for b in (1, 8, 64, 256)]
+    assert ar[0] > 0 and np.all(np.diff(ar) > 0)
+    assert float(two.terms(0, 0, 0.0)["target_allreduce"]) == 0.0
+
+
+def test_cuda_graph_capture_sizes_padding_and_eager() -> None:
+    """vLLM's default capture sizes; a step is padded up to the next one; past the largest it
+    runs eager, where the host issuing one kernel at a time sets a floor."""
+    sizes = capture_sizes(512)
+    assert list(sizes[:6]) == [1, 2, 4, 8, 16, 24]
+    assert sizes[-1] == 512 and 272 in sizes and 264 not in sizes
+    cost = _cost()
+    assert cost.target is not None
+    # 9 tokens run as 16: the GEMMs and the kernel gaps of a captured graph (the LM head only
+    # over the 9 sampled rows)
+    t9, t16 = cost.terms(0, 9, 900.0), cost.terms(0, 16, 1600.0)
+    head = cost.target.head
+    head_s = lambda m: float(head.seconds(m, 2.0, cost.target.hw))  # noqa: E731
+    assert float(t9["target_gemm"]) - head_s(9) == pytest.approx(
+        float(t16["target_gemm"]) - head_s(16)
+    )
+    assert float(cost.terms(0, 9, 900.0)["target_kernels"]) == pytest.approx(
+        cost.target.kernels * cost.target.hw.kernel_gap_s
+    )
+    assert cost.target.kernels == 32 * KERNELS_PER_LAYER + KERNELS_PER_FORWARD
+    eager = _cost(cudagraph_max_tokens=0)
+    assert eager.target is not None
+    small = eager.terms(0, 1, 100.0)
+    gpu = sum(float(small[t]) for t in ("target_gemm", "target_attention", "target_sampler"))
+    floor = eager.target.kernels * eager.target.hw.kernel_launch_s
+    assert float(small["target_kernels"]) == pytest.approx(
+        max(eager.target.kernels * eager.target.hw.kernel_gap_s, floor - gpu)
+    )
+    assert float(cost.terms(0, 0, 0.0)["target_kernels"]) == 0.0
+
+
+def test_one_step_as_floats_equals_many_steps_as_arrays(cost: StepCostModel) -> None:
+    rng = np.random.default_rng(0)
+    n = 200
+    args = (
+        rng.integers(0, 6, n).astype(np.float64),
+        rng.integers(0, 300, n).astype(np.float64),
+        rng.uniform(0, 5e5, n),
+        rng.integers(0, 3000, n).astype(np.float64) * (rng.random(n) < 0.3),
+        rng.uniform(0, 1e4, n),
+        rng.uniform(0, 1e6, n),
+        rng.integers(1, 300, n).astype(np.float64),
+    )
+    many = cost.step_time(*args)
+    one = [float(cost.step_time(*(float(a[i]) for a in args))) for i in range(n)]
+    np.testing.assert_allclose(many, one, rtol=1e-12)
+
+
+def test_coefficients_scale_their_terms_and_match_the_profile_fields(cost: StepCostModel) -> None:
+    assert set(COEFFICIENTS) == set(COEFFICIENT_FIELDS)
+    assert sorted(t for ts in COEFFICIENTS.values() for t in ts) == sorted(TERMS)
+    t = cost.terms(3, 16, 8000.0, 100.0, 0.0, 5000.0, 17)
+    w = cost.coefficients.term_weights()
+    assert float(cost.step_time(3, 16, 8000.0, 100.0, 0.0, 5000.0, 17)) == pytest.approx(
+        sum(w[k] * float(v) for k, v in t.items())
+    )
+    doubled = _cost(target_time_scale=2.0)
+    t2 = doubled.terms(3, 16, 8000.0)
+    base = cost.terms(3, 16, 8000.0)
+    extra = float(doubled.step_time(3, 16, 8000.0)) - float(cost.step_time(3, 16, 8000.0))
+    assert extra == pytest.approx(sum(float(base[k]) for k in COEFFICIENTS["target_time_scale"]))
+    assert float(t2["target_gemm"]) == float(base["target_gemm"])  # terms are unscaled
+
+
+def test_explanation_adds_up_to_v_and_c(cost: StepCostModel) -> None:
+    batches, ks = powers_of_two(64), [1, 2, 3, 4, 5]
+    assert batches == [1, 2, 4, 8, 16, 32, 64]
+    e = explain_cost(cost, batches, ks, 700.0)
+    for i, b in enumerate(batches):
+        for j, k in enumerate(ks):
+            assert e.verify_cost[i][j] == pytest.approx(float(cost.verify_cost_ratio(b, k, 700.0)))
+            assert e.draft_cost[i][j] == pytest.approx(float(cost.draft_cost_ratio(b, 700.0, k)))
+    host_step = next(t for t in e.terms if t.term == "host_step")
+    assert all(x == 0.0 for row in host_step.by_batch for x in row)  # same in verify and decode
+
+
+def test_batch_1_decode_rate_stays_at_the_measured_one(cost: StepCostModel) -> None:
+    """Llama-3.1-8B on one H100: 158.34 tok/s measured at batch 1 (SGLang docs, baseline)."""
+    assert 1.0 / float(cost.decode_time(1, 700.0)) == pytest.approx(158.34, rel=0.01)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "a100-80gb"])
+@pytest.mark.parametrize("k", [2, 3])
+def test_speedup_declines_gradually_from_small_batch(gpu: str, k: int) -> None:
+    """Llama-3.1-8B with an EAGLE-3 head: the speedup falls from batch 1 on, not flat up to the
+    ridge and then off a cliff (prefill contention, the sampler, tile waves, the drafter)."""
+    wl = WorkloadConfig()
+    cost = build_cost_model(resolve_deployment(H100_8B.model_copy(update={"gpu": gpu}), wl, 64))
+    cls = (TrafficClass(name="a", share=1.0, alpha_by_pos=(0.8, 0.7, 0.6)),)
+    s = np.asarray([model_speedup(cost, cls, k, float(b), wl) for b in (1, 2, 4, 8, 16, 32)])
+    assert np.all(np.diff(s) < 0)
+    assert s[3] < 0.97 * s[0]  # already ≥ 3% lower at batch 8
+    steps = -np.diff(s) / s[:-1]
+    assert steps.max() < 0.25  # no cliff between neighbouring batch sizes up to 32
