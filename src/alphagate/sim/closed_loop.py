@@ -18,7 +18,6 @@ contention and batch-size policies; ``tests/statistical`` checks the two against
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,16 +130,22 @@ def _timeline(req: RequestSet, users: int, n_pre: IntArray, n_dec: IntArray) -> 
     one step later, as the step engine does. Durations in step space are known per request.
     """
     gap = 1 if users > 1 else 0
-    # a heap of (step the user can start its next request, user) packed in one int, f · U + u,
-    # so that ties go to the lower user and no tuple is built per request
-    step = ((n_pre + n_dec + gap) * users).tolist()  # steps to the next admission, × U
-    free = list(range(users))
-    start = [0] * req.n
-    for i, d in enumerate(step):
-        key = free[0]
-        start[i] = key
-        heapq.heapreplace(free, key + d)
-    start_a = np.asarray(start, dtype=np.int64) // users
+    # the users' free times as sorted keys f · U + u (f: the step the user can start its next
+    # request), unique, so that ties go to the lower user; a request adds its key + step[i]
+    step = (n_pre + n_dec + gap).astype(np.int64) * users  # steps to the next admission, × U
+    start = np.empty(req.n, dtype=np.int64)
+    free = np.arange(users, dtype=np.int64)
+    i = 0
+    while i < req.n:  # in waves: the next requests take the lowest keys in order, as a heap would,
+        m = min(users, req.n - i)  # until a key one of them added is lower than the next one
+        h = free[:m]
+        added = h + step[i : i + m]
+        lower = np.nonzero(h[1:] > np.minimum.accumulate(added)[:-1])[0]
+        v = int(lower[0]) + 1 if lower.size else m
+        start[i : i + v] = h[:v]
+        free = np.sort(np.concatenate((free[v:], added[:v])))
+        i += v
+    start_a = start // users
     first = start_a + n_pre - 1
     finish = first + n_dec
     return _Timeline(start_a, first, finish, n_dec, int(finish.max()) + 1, gap)
