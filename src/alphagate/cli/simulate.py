@@ -135,7 +135,7 @@ def simulate_cmd(
             "-n",
             min=1,
             max=10_000_000,
-            help="Requests per load level (default: 8 per user, >= 100).",
+            help="Requests per load level (default: 16 per user, >= 200).",
         ),
     ] = None,
     disable_above: Annotated[
