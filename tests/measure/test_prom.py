@@ -44,7 +44,7 @@ def test_engines_are_summed_and_created_samples_ignored() -> None:
 
 
 def test_delta_matches_vllm_formulas() -> None:
-    # engines.md §2.2 log example: 609 drafted, 206 accepted, K = 3 → 203 drafts, τ 2.01, ρ 33.8%
+    # vLLM's SpecDecoding log example: 609 drafted, 206 accepted, K = 3 → 203 drafts, τ 2.01, ρ 33.8%
     before = parse_spec_counters(_exposition({"0": (1000, 3000, 900, [500, 260, 140])}))
     after = parse_spec_counters(_exposition({"0": (1203, 3609, 1106, [622, 318, 166])}))
     a = spec_delta([before], [after])

@@ -59,7 +59,8 @@ def test_oracle_12_vllm_per_position_rates() -> None:
     assert rho == pytest.approx(0.8535, abs=1e-3)
     cond = theory.conditional_from_unconditional(per_pos)
     assert cond[0] == pytest.approx(0.919)
-    assert cond[1] == pytest.approx(0.788 / 0.919, abs=1e-3)  # 0.857, theory.md §6.2
+    # 0.857: P(accept i | accepted i−1) = u_i / u_{i−1}
+    assert cond[1] == pytest.approx(0.788 / 0.919, abs=1e-3)
     assert float(theory.expected_tokens_per_pass_by_pos(cond)) == pytest.approx(2.707, abs=1e-9)
 
 
@@ -70,7 +71,8 @@ def test_oracle_13_vllm_rate_from_alpha() -> None:
 
 
 def test_vllm_log_line_example_is_consistent() -> None:
-    # engines.md §2.2: "Mean acceptance length: 2.01 ... Accepted: 206, Drafted: 609, ... 33.8%"
+    # vLLM's SpecDecoding log line (vllm/v1/spec_decode/metrics.py): "Mean acceptance length:
+    # 2.01 ... Accepted: 206 tokens, Drafted: 609 tokens, ... 33.8%"
     accepted, drafted, k = 206, 609, 3
     rho = accepted / drafted
     tau = float(theory.mean_acceptance_length_from_draft_acceptance_rate(rho, k))
@@ -83,7 +85,8 @@ def test_vllm_log_line_example_is_consistent() -> None:
 
 
 def test_eagle_equivalent_chain_alpha() -> None:
-    # theory.md §9 [derived]: τ = 6.13 at K = 8 ↔ chain α ≈ 0.90; τ = 5.63 ↔ ≈ 0.877
+    # a tree-decoding τ at depth 8 as a chain-equivalent α, by inverting τ(α, K):
+    # τ = 6.13 at K = 8 ↔ chain α ≈ 0.90; τ = 5.63 ↔ ≈ 0.877
     assert float(theory.alpha_from_mean_acceptance_length(6.13, 8)) == pytest.approx(0.90, abs=5e-3)
     assert float(theory.alpha_from_mean_acceptance_length(5.63, 8)) == pytest.approx(
         0.877, abs=5e-3
@@ -172,7 +175,7 @@ def test_per_position_round_trip(alpha_by_pos: list[float]) -> None:
 
 @given(alphas, ks)
 def test_rho_never_exceeds_alpha(alpha: float, k: int) -> None:
-    # the unconditional average can only be lower than the conditional rate (theory.md §6.2)
+    # the unconditional average can only be lower than the conditional rate: α^i ≤ α
     assert float(theory.draft_acceptance_rate(alpha, k)) <= alpha + 1e-12
 
 
