@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,3 +47,29 @@ def cost_8b() -> StepCostModel:
             DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", max_num_batched_tokens=512)
         )
     )
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """``alphagate demo`` run once per session as a user runs it — its own process, an empty
+    folder, 120 columns: (the folder, what it printed). The demo's tests and the browser test of
+    its report share it."""
+    cwd = tmp_path_factory.mktemp("demo")
+    env = {**os.environ, "COLUMNS": "120"}
+    r = subprocess.run(
+        [sys.executable, "-m", "alphagate", "demo"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return cwd, r.stdout
+
+
+# The results files (sweep, plan, bench A/B, measure, gate) written once per session for the report
+# and CLI tests: registered here, at the root, so that one session computes them once.
+from tests.results_files import results  # noqa: E402
+
+__all__ = ["Cli", "demo_run", "results"]

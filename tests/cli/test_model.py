@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -245,16 +246,14 @@ def test_console_script_and_module_entry_points() -> None:
     assert "--alpha" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_demo_runs_the_whole_workflow(cli: Cli, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    result = cli.run("demo")
-    assert result.exit_code == 0, result.output
-    assert "Speedup (exact)" in result.output
-    assert "Linear approximation" in result.output
-    assert "Throughput speedup" in result.output  # the default simulation
-    plan = (tmp_path / "demo-output" / "rollout-plan-c256.md").read_text()
+def test_demo_runs_the_whole_workflow(demo_run: tuple[Path, str]) -> None:
+    cwd, output = demo_run
+    assert "Speedup (exact)" in output
+    assert "Linear approximation" in output
+    assert "Throughput speedup" in output  # the default simulation
+    plan = (cwd / "demo-output" / "rollout-plan-c256.md").read_text()
     assert "## Verdict: **NO-GO**" in plan
-    summary = json.loads((tmp_path / "demo-output" / "bench" / "summary.json").read_text())
+    summary = json.loads((cwd / "demo-output" / "bench" / "summary.json").read_text())
     assert [c["level"] for c in summary["comparisons"]] == ["c1", "c16"]
     assert all(c["speedups"]["throughput_speedup"] > 1.3 for c in summary["comparisons"])
-    assert "implied α" in result.output
+    assert "implied α" in output

@@ -5,10 +5,7 @@ for people to look at. Skipped, with the reason, only where Chromium is not inst
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,20 +26,9 @@ ARGS = [
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def demo(demo_run: tuple[Path, str]) -> tuple[Path, str]:
     """``alphagate demo`` run end to end in an empty folder: (the folder, what it printed)."""
-    cwd = tmp_path_factory.mktemp("demo")
-    env = {**os.environ, "COLUMNS": "120"}
-    r = subprocess.run(
-        [sys.executable, "-m", "alphagate", "demo"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return cwd, r.stdout
+    return demo_run
 
 
 def test_demo_saves_every_result_and_ends_with_the_report(demo: tuple[Path, str]) -> None:

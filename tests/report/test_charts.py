@@ -12,7 +12,7 @@ import pytest
 from alphagate.bench.records import RequestRecord
 from alphagate.report import charts
 from alphagate.report.inputs import BenchInput, PlanInput, SweepInput, parse_records, parse_results
-from tests.report.conftest import CLASS_ALPHA, K
+from tests.results_files import CLASS_ALPHA, K
 
 
 def _sweep(results: dict[str, Path]) -> SweepInput:

@@ -1,6 +1,7 @@
-"""Results files the report tests read: a small sweep, a plan, a bench A/B with its records (two
-twins on 127.0.0.1, two traffic classes with different α), a closed-form table — written by the
-CLI as users get them, once per session."""
+"""Results files the report and CLI tests read: a small sweep, a plan, a bench A/B with its
+records (two twins on 127.0.0.1, two traffic classes with different α), a closed-form table —
+written by the CLI as users get them, once per session (the fixture is registered in
+``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         )
     assert r.exit_code == 0, r.output
     out["bench"] = bench_dir / "summary.json"
-    log = Path(__file__).parents[1] / "measure" / "vllm_0_32_specdecoding.log"
+    log = Path(__file__).parent / "measure" / "vllm_0_32_specdecoding.log"
     out["measure"] = _write_json(cli, root / "measure.json", "measure", "logs", str(log))
     gate = cli.run("gate", "--plan", str(out["plan"]), "--bench", str(out["bench"]), "--json")
     assert gate.exit_code in (0, 1, 3), gate.output  # pass, fail, or not enough evidence yet
