@@ -178,7 +178,7 @@ def _check_schema(source: str, data: dict[str, Any]) -> str:
     if schema is None:
         raise ConfigError(
             f"{source}: no 'schema' field — not an alphagate results file (write one with an "
-            "alphagate verb's --json, bench's summary.json or plan --json)"
+            "alphagate command's --json: simulate --json, plan --json, bench's summary.json)"
         )
     if schema == "alphagate.bench/v1":
         raise ConfigError(
@@ -199,7 +199,9 @@ def _check_schema(source: str, data: dict[str, Any]) -> str:
         raise ConfigError(f"{source}: holds an error, not results: {msg}")
     verb = data.get("verb")
     if not isinstance(verb, str) or not verb:
-        raise ConfigError(f"{source}: no 'verb' field — which alphagate verb wrote it is unknown")
+        raise ConfigError(
+            f"{source}: no 'verb' field — which alphagate command wrote it is unknown"
+        )
     return verb
 
 
