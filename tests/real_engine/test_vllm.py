@@ -374,6 +374,7 @@ def test_measure_live_logs_and_bench_agree(tiny: Any, logdir: Path, tmp_path: Pa
             [sys.executable, "-m", "alphagate", "measure", "live", "--url", srv.url,
              "--min-drafts", "1000000000", "--interval", "0.5", "--out", str(live_out), "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread's stack
         )  # fmt: skip
         time.sleep(3)  # its first scrape is the start of the window
         r = Cli().run(
@@ -386,7 +387,12 @@ def test_measure_live_logs_and_bench_agree(tiny: Any, logdir: Path, tmp_path: Pa
         _wait_for_log(srv, offset, a["num_draft_tokens"])
         time.sleep(2)  # a scrape after the last request
         os.kill(live.pid, signal.SIGINT)  # Ctrl-C: the window so far is written
-        _, err = live.communicate(timeout=60)
+        try:
+            _, err = live.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            live.send_signal(signal.SIGABRT)  # where it hangs, for the failure message
+            _, err = live.communicate(timeout=30)
+            pytest.fail("measure live did not exit within 60 s of SIGINT:\n" + err.decode())
         assert live.returncode == 130, err.decode()
         segment = tmp_path / "server.log"
         with srv.log.open("rb") as fh:
