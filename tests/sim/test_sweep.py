@@ -42,7 +42,8 @@ def test_cost_ratios_emerge_from_the_roofline(
 def test_verify_turns_compute_bound_at_the_ridge() -> None:
     """At peak numbers (η = 1) and without tile or wave quantization, a BF16 target's GEMMs turn
     compute-bound at ≈ 295 tokens on H100 (the roofline ridge); with 64×128 tiles in waves over
-    132 SMs, some GEMMs turn compute-bound earlier, in steps."""
+    132 SMs, some GEMMs turn compute-bound earlier, in steps. (Pure roofline: the overlap loss,
+    which makes the time grow below the ridge too, is off.)"""
     from dataclasses import replace
 
     dep = DeploymentConfig(
@@ -52,11 +53,12 @@ def test_verify_turns_compute_bound_at_the_ridge() -> None:
     assert cost.target is not None
     t = cost.target
     tokens = np.arange(1, 1000, dtype=np.float64)
-    ideal = replace(t.hw, tile_m=1, tile_n=1, sm_count=10**9)
+    roofline = replace(t.hw, gemm_overlap_loss=0.0)
+    ideal = replace(roofline, tile_m=1, tile_n=1, sm_count=10**9)
     linear = t.gemms.seconds(tokens, t.bytes_per_weight, ideal)
     knee = tokens[np.argmax(linear > linear[0] * 1.0001)]
     assert knee == pytest.approx(295, rel=0.01)
-    quantized = t.gemms.seconds(tokens, t.bytes_per_weight, t.hw)
+    quantized = t.gemms.seconds(tokens, t.bytes_per_weight, roofline)
     knee_q = tokens[np.argmax(quantized > quantized[0] * 1.0001)]
     assert 64 < knee_q < 295
     assert np.all(quantized >= linear - 1e-15)  # padding never makes a GEMM cheaper

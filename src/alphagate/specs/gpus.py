@@ -19,6 +19,15 @@ The kernel-level figures the step-time model's terms need (:mod:`alphagate.sim.c
   ``hopper/flash_api.cpp`` packs GQA heads for paged KV) packs; FlashAttention-2 (Ampere;
   ``csrc/flash_attn/flash_api.cpp``) packs the group only when every query has one token
   (``seqlenq_ngroups_swapped``) and its paged split-KV kernel uses 64-row tiles;
+- ``gemm_overlap_loss``: a weight GEMM streams its weights and runs its MMAs at once, but not
+  perfectly overlapped: measured on an H200 (``benchmarks/gpu_kernels.py``, cuBLAS through
+  PyTorch 2.11, bf16, CUDA graphs; the figures are in ``benchmarks/data/h200_kernels.json``), one
+  Llama-3.1-8B decoder layer's four GEMMs take 1.02×, 1.04×, 1.06× and 1.19× their M = 1 time at
+  M = 16, 32, 64 and 128 tokens — all far below the ridge, where a pure roofline stays at 1.00× —
+  and 1.00–1.05× the roofline plus a quarter of the weight read above it. A quarter of the smaller
+  of the two times reproduces both (0.25 for BF16 weights, assumed for the other GPUs). FP8 and
+  INT4 GEMMs (other kernels) were not measured: ``gemm_overlap_loss_quantized`` is 0 — the pure
+  roofline — until they are;
 - ``kernel_gap_s`` and ``kernel_launch_s``: the cost per kernel inside a CUDA graph and when
   launched one by one from the host — NVIDIA's "Getting Started with CUDA Graphs" (2019) measures
   a 2.9 µs kernel at 3.8 µs per kernel issued back to back from a stream and 3.4 µs per kernel
@@ -67,6 +76,19 @@ class GpuSpec(Frozen):
     attention_packs_gqa: bool = Field(
         default=True,
         description="multi-token queries (verify) pack the query heads of a KV head into a tile",
+    )
+    gemm_overlap_loss: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="BF16 weight GEMMs: share of the smaller of the weight-read and compute times "
+        "that does not hide behind the larger",
+    )
+    gemm_overlap_loss_quantized: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="the same for FP8 and INT4 weights (not measured: 0, the pure roofline)",
     )
     kernel_gap_s: float = Field(
         default=0.5e-6, ge=0, description="cost per kernel replayed from a CUDA graph"
