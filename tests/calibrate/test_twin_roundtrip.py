@@ -27,6 +27,7 @@ TRUTH = {
     "step_overhead_s": 1.6e-3,
     "per_seq_overhead_s": 12e-6,
     "per_token_overhead_s": 3e-6,
+    "spec_step_overhead_s": 0.3e-3,
     "draft_forward_overhead_s": 0.25e-3,
 }
 WORKLOAD = WorkloadConfig(

@@ -1,12 +1,15 @@
 """Fit the step-time model's coefficients to measured levels by regularised least squares.
 
-The model (:mod:`alphagate.sim.cost`) is linear in its six coefficients θ:
+The model (:mod:`alphagate.sim.cost`) is linear in its seven coefficients θ:
 
     step(s) = Σ_j θ_j · x_j(s)
 
 with x_j(s) the terms a coefficient multiplies, computed for the deployment from its hardware
 and shapes (``target_time_scale`` × the target's GPU terms, ``draft_time_scale`` × the drafter's,
-and host costs per step, per running sequence, per scheduled token and per draft forward). Each
+and host costs per step, per running sequence, per scheduled token, per speculative step and per
+draft forward). With speculation measured at one K only, the per-speculative-step and per-draft
+host costs (and the drafter's GPU time) grow alike over the data: the prior splits them, and the
+profile says so; levels at two K separate them. Each
 observation is linear in θ as well: every level is laid out in step space with the closed-loop
 simulator (:func:`alphagate.sim.closed_loop.plan_steps`: the level's concurrency, its requests'
 lengths and its measured acceptance), which fixes the batch composition of every step without
@@ -59,7 +62,7 @@ REQUEST = "request_overhead_s"
 FUNCTIONAL_FORM: Final = (
     "step = target_time_scale·(target GEMMs + attention + sampler + all-reduce + kernels) "
     "+ draft_time_scale·(the drafter's, K forwards) + step_overhead_s + per_seq_overhead_s·B "
-    "+ per_token_overhead_s·T + draft_forward_overhead_s·K; fitted to the mean decode step (and "
+    "+ per_token_overhead_s·T + spec_step_overhead_s·[K > 0] + draft_forward_overhead_s·K; fitted to the mean decode step (and "
     "mean TTFT at concurrency 1, with request_overhead_s per request) of levels laid out in step "
     "space; regularised least squares with θ ≥ 0 and a weak prior at the documented defaults"
 )

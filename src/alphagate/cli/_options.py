@@ -140,6 +140,15 @@ PerTokenOverheadOpt = Annotated[
         help="Host time per scheduled token per step (default 0, or the profile's).",
     ),
 ]
+SpecOverheadOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--spec-overhead-ms",
+        callback=finite_float("--spec-overhead-ms", 0.0, 1000.0),
+        help="Host time per speculative step whatever K is: rejection sampler, proposer set-up "
+        "(default 0, or the profile's).",
+    ),
+]
 DraftOverheadOpt = Annotated[
     float | None,
     typer.Option(
@@ -288,6 +297,7 @@ class CostFlags:
     draft_time_scale: float | None = None
     draft_tp: int | None = None
     cudagraph_max_tokens: int | None = None
+    spec_step_overhead_ms: float | None = None
 
     def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
         from alphagate.specs.deployment import NgramDrafter

@@ -37,6 +37,7 @@ from alphagate.cli._options import (
     PerTokenOverheadOpt,
     PromptLenOpt,
     SeedOpt,
+    SpecOverheadOpt,
     StepOverheadOpt,
     TargetScaleOpt,
     TpOpt,
@@ -120,6 +121,7 @@ def twin_cmd(
     per_seq_overhead_us: PerSeqOverheadOpt = None,
     per_token_overhead_us: PerTokenOverheadOpt = None,
     draft_overhead_ms: DraftOverheadOpt = None,
+    spec_overhead_ms: SpecOverheadOpt = None,
     target_time_scale: TargetScaleOpt = None,
     draft_time_scale: DraftScaleOpt = None,
     draft_tp: DraftTpOpt = None,
@@ -158,7 +160,7 @@ def twin_cmd(
     )
     flags = CostFlags(
         step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
-        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens,
+        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens, spec_overhead_ms,
     )  # fmt: skip
     dep, profile = calibrated_deployment(
         ctx,

@@ -26,6 +26,7 @@ SHORT = {
     "host_step": "host/step",
     "host_seq": "host/seq",
     "host_token": "host/token",
+    "host_spec": "host/spec",
     "host_draft": "host/draft",
 }
 

@@ -8,7 +8,7 @@ below — each a term of its own, with its public source::
 
     step = θ_target · (gemm + attention + sampler + all-reduce + kernels)(target)
          + θ_draft  · (gemm + attention + sampler + all-reduce + kernels)(drafter, K forwards)
-         + host_step + host_seq · B_running + host_token · T + host_draft · K
+         + host_step + host_seq · B_running + host_token · T + host_spec + host_draft · K
 
 - **gemm** — every weight GEMM ``[M, K] × [K, N]`` costs ``max(weight bytes / BW, compute)`` plus
   a share of the smaller of the two that the kernel does not overlap (``gemm_overlap_loss``,
@@ -41,9 +41,13 @@ below — each a term of its own, with its public source::
   each with an LM head over its own vocabulary (32,000 for the public EAGLE-3 heads) for B rows;
   a draft model has its own shape and its own TP (``draft_tensor_parallel_size``);
 - **host** — scheduler and input preparation per step, per running sequence and per scheduled
-  token, and per draft forward (drafter inputs and attention metadata; n-gram: the lookup per step).
+  token; per speculative step whatever K is (``host_spec``: the rejection sampler's and the
+  proposer's set-up — ``vllm/v1/worker/gpu_model_runner.py`` builds the spec-decode metadata and
+  calls the proposer once per step, and the proposer's first forward prepares its inputs from
+  the target's); and per draft forward (drafter inputs and attention metadata; n-gram: the lookup
+  per step).
 
-``θ_target`` and ``θ_draft`` (``target_time_scale``, ``draft_time_scale``) and the four host
+``θ_target`` and ``θ_draft`` (``target_time_scale``, ``draft_time_scale``) and the five host
 costs are the model's coefficients: defaults from the documented constants, or fitted to a real
 server by ``alphagate calibrate``. Every method takes numpy arrays (one element per step or
 scenario) or scalars.
@@ -137,6 +141,7 @@ TERMS: Final = (
     "host_step",
     "host_seq",
     "host_token",
+    "host_spec",
     "host_draft",
 )
 #: The coefficients and the terms each multiplies (what ``alphagate calibrate`` fits).
@@ -146,6 +151,7 @@ COEFFICIENTS: Final[dict[str, tuple[str, ...]]] = {
     "step_overhead_s": ("host_step",),
     "per_seq_overhead_s": ("host_seq",),
     "per_token_overhead_s": ("host_token",),
+    "spec_step_overhead_s": ("host_spec",),
     "draft_forward_overhead_s": ("host_draft",),
 }
 
@@ -363,6 +369,7 @@ class Coefficients:
     step_overhead_s: float = 0.0
     per_seq_overhead_s: float = 0.0
     per_token_overhead_s: float = 0.0
+    spec_step_overhead_s: float = 0.0
     draft_forward_overhead_s: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -485,6 +492,7 @@ class StepCostModel:
         out["host_step"] = zero + 1.0
         out["host_seq"] = zero + nr
         out["host_token"] = zero + tokens
+        out["host_spec"] = zero + spec
         out["host_draft"] = spec * (1.0 if self.draft_host_per_step else kk)
         return out
 
@@ -647,6 +655,7 @@ def coefficients_of(resolved: ResolvedDeployment) -> Coefficients:
         step_overhead_s=cfg.step_overhead_ms * 1e-3,
         per_seq_overhead_s=cfg.per_seq_overhead_us * 1e-6,
         per_token_overhead_s=cfg.per_token_overhead_us * 1e-6,
+        spec_step_overhead_s=cfg.spec_step_overhead_ms * 1e-3,
         draft_forward_overhead_s=per_draft * 1e-3,
     )
 

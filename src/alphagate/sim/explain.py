@@ -53,6 +53,10 @@ TERM_LABELS: Final[dict[str, tuple[str, str]]] = {
     "host_step": ("host: scheduler and input preparation per step", "calibrate fits it"),
     "host_seq": ("host: per running sequence", "calibrate fits it"),
     "host_token": ("host: per scheduled token", "calibrate fits it"),
+    "host_spec": (
+        "host: per speculative step, any K (rejection sampler, proposer set-up)",
+        "vllm/v1/worker/gpu_model_runner.py; calibrate fits it",
+    ),
     "host_draft": ("host: per draft forward (n-gram: per step)", "calibrate fits it"),
 }
 _DRAFTER_TERMS: Final = (*COEFFICIENTS["draft_time_scale"], "host_draft")

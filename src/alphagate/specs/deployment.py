@@ -195,6 +195,13 @@ class DeploymentConfig(Frozen):
         description="host time per scheduled token per step (0: vLLM V1 detokenizes and streams "
         "in its front-end process, off the engine's critical path)",
     )
+    spec_step_overhead_ms: float = Field(
+        default=0.0,
+        ge=0,
+        le=1000,
+        description="host time per speculative step whatever K is: rejection sampler and "
+        "proposer set-up (0: no documented figure; alphagate calibrate fits it)",
+    )
     target_time_scale: float = Field(
         default=1.0,
         gt=0,
