@@ -26,8 +26,9 @@ __all__ = ["TERM_LABELS", "CostExplanation", "TermContribution", "explain_cost",
 #: What each term models, and its public source (the full citations are in :mod:`alphagate.sim.cost`).
 TERM_LABELS: Final[dict[str, tuple[str, str]]] = {
     "target_gemm": (
-        "weight GEMMs: roofline, tile/wave quantized, graph-padded",
-        "NVIDIA matmul guide; PTX wgmma m64; vllm/config/vllm.py",
+        "weight GEMMs: roofline with the overlap loss measured on an H200 (BF16), "
+        "tile/wave quantized, graph-padded",
+        "NVIDIA matmul guide; PTX wgmma m64; vllm/config/vllm.py; benchmarks/gpu_kernels.py",
     ),
     "target_attention": (
         "attention: K+1 query rows per sequence in the kernel's tile",
