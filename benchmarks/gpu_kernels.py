@@ -371,6 +371,14 @@ def main() -> None:
     c.add_argument("file", type=Path)
     c.add_argument("--gpu", default="h200")
     a = ap.parse_args()
+    if a.cmd in ("measure", "gemms") and not a.quick:
+        import torch
+
+        if not torch.cuda.is_available():
+            ap.error(
+                f"{a.cmd} times GPU kernels and found no CUDA device (--quick checks the "
+                "script on a CPU with shapes ÷ 8)"
+            )
     if a.cmd == "measure":
         measure(a.out, a.quick)
     elif a.cmd == "gemms":
