@@ -222,6 +222,21 @@ def test_host_terms(cost: StepCostModel) -> None:
     assert float(cost.terms(0, 0, 0.0)["host_token"]) == 0.0
 
 
+def test_host_cost_per_speculative_step_is_one_per_step_whatever_k(cost: StepCostModel) -> None:
+    """The per-speculative-step host term counts steps, not drafts: 1 at every K ≥ 1, 0 without
+    speculation and in a step that schedules nothing; its coefficient adds exactly its value."""
+    ks = np.asarray([0.0, 1.0, 2.0, 3.0, 5.0])
+    t = cost.terms(ks, np.full(5, 8.0), np.full(5, 8000.0))
+    assert t["host_spec"].tolist() == [0.0, 1.0, 1.0, 1.0, 1.0]
+    assert t["host_draft"].tolist() == [0.0, 1.0, 2.0, 3.0, 5.0]  # per draft forward, by contrast
+    assert float(cost.terms(3, 0, 0.0)["host_spec"]) == 0.0
+    more = cost.with_coefficients(replace(cost.coefficients, spec_step_overhead_s=1e-3))
+    gap = more.step_time(ks, np.full(5, 8.0), np.full(5, 8000.0)) - cost.step_time(
+        ks, np.full(5, 8.0), np.full(5, 8000.0)
+    )
+    assert gap == pytest.approx([0.0, 1e-3, 1e-3, 1e-3, 1e-3])
+
+
 def test_tensor_parallel_allreduce() -> None:
     one, two = _cost(), _cost(tp=2)
     assert float(one.terms(0, 8, 800.0)["target_allreduce"]) == 0.0
