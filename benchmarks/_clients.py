@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+VLLM_PYTHON = Path(os.environ.get("ALPHAGATE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
 TINY_MODELS = Path.home() / ".cache" / "alphagate" / "tiny-models"
 VLLM_LOCK = "/tmp/alphagate-vllm.lock"
 

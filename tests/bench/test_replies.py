@@ -66,3 +66,39 @@ def test_the_servers_shapes_take_the_fast_path() -> None:
         assert replies._common_chunk(chunk) is not None, chunk
     for chunk in CHUNKS[8:22]:
         assert replies._common_chunk(chunk) is None, chunk
+
+
+def _read_bytes(payloads: list[bytes]) -> tuple[Any, ...]:
+    s = ReplyStream(wall_send=1.0)
+    failures = [s.event(p, 0.5 + i) for i, p in enumerate(payloads)]
+    return failures, s.times, s.sizes, s.cum_usage, s.output_tokens, s.prompt_tokens, s.done
+
+
+def _read_text(payloads: list[bytes]) -> tuple[Any, ...]:
+    s = ReplyStream(wall_send=1.0)
+    failures = [s.event(p.decode("utf-8", "replace"), 0.5 + i) for i, p in enumerate(payloads)]
+    return failures, s.times, s.sizes, s.cum_usage, s.output_tokens, s.prompt_tokens, s.done
+
+
+ODD_PAYLOADS = [
+    b"[DONE]",
+    b" [DONE] ",
+    b"not json",
+    b"[1, 2]",
+    b'"text"',
+    b'{"error": {"message": "overloaded"}}',
+    b'{"choices": [{"text": "caf\xc3\xa9"}]}',
+    b'{"choices": [{"text": "bad \xff byte"}]}',  # invalid UTF-8: read as text, as before
+    b'{"choices": [{"text": "cut \xe2\x9c"}]}',
+    b"",
+]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [*(json.dumps(c).encode() for c in CHUNKS), *ODD_PAYLOADS],
+    ids=range(len(CHUNKS) + len(ODD_PAYLOADS)),
+)
+def test_bytes_payloads_read_as_their_text(payload: bytes) -> None:
+    """The SSE parser hands single-line events over as bytes: the same outcome as the text."""
+    assert _read_bytes([payload, payload]) == _read_text([payload, payload])

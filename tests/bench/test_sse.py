@@ -62,3 +62,104 @@ def test_byte_by_byte() -> None:
     for b in STREAM[:-3]:
         out += p.feed(bytes([b]))
     assert out == EXPECTED[:3]
+
+
+# ---------------------------------------------------------------- payloads(): the client's path
+
+
+def _text(p: bytes | str) -> str:
+    return p.decode("utf-8", "replace") if isinstance(p, bytes) else p
+
+
+def _payloads_all(parts: list[bytes]) -> list[str]:
+    p = SSEParser()
+    out: list[str] = []
+    for part in parts:
+        out += [_text(x) for x in p.payloads(part)]
+    return out
+
+
+#: \n line endings only (what vLLM, SGLang and the twin send): the bytes fast path throughout
+LF_STREAM = (
+    'data: {"choices": [{"text": "héllo ✓"}]}\n\n'
+    ": keep-alive\n\n"
+    "event: ping\ndata: line one\ndata: line two\n\n"
+    "data:no space\n\n"
+    "\n\n"
+    "id: 7\n\n"
+    'data: {"choices": [{"text": "x"}]}\n\n'
+    "data: [DONE]\n\n"
+).encode()
+
+LF_EXPECTED = [
+    '{"choices": [{"text": "héllo ✓"}]}',
+    "line one\nline two",
+    "no space",
+    '{"choices": [{"text": "x"}]}',
+    "[DONE]",
+]
+
+
+def test_payloads_split_across_reads_at_every_position() -> None:
+    assert _payloads_all([LF_STREAM]) == LF_EXPECTED
+    for i in range(len(LF_STREAM) + 1):
+        assert _payloads_all([LF_STREAM[:i], LF_STREAM[i:]]) == LF_EXPECTED, i
+    for i in range(0, len(LF_STREAM) + 1, 3):
+        for j in range(i, len(LF_STREAM) + 1, 7):
+            parts = [LF_STREAM[:i], LF_STREAM[i:j], LF_STREAM[j:]]
+            assert _payloads_all(parts) == LF_EXPECTED, (i, j)
+
+
+def test_payloads_of_a_single_data_line_are_the_bytes_received() -> None:
+    out = SSEParser().payloads(b'data: {"a": 1}\n\ndata: [DONE]\n\n')
+    assert out == [b'{"a": 1}', b"[DONE]"]
+
+
+def test_payloads_with_crlf_at_every_position() -> None:
+    """CRLF (and lone CR) line endings go through the general parser, with the same events."""
+    want = [ev.data for ev in EXPECTED]
+    for i in range(len(STREAM) + 1):
+        assert _payloads_all([STREAM[:i], STREAM[i:]]) == want, i
+
+
+def test_payloads_switch_to_the_general_parser_mid_stream() -> None:
+    stream = LF_STREAM.replace(b"data: [DONE]\n\n", b"data: a\r\n\r\ndata: [DONE]\r\n\r\n")
+    want = [*LF_EXPECTED[:-1], "a", "[DONE]"]
+    for i in range(len(stream) + 1):
+        assert _payloads_all([stream[:i], stream[i:]]) == want, i
+
+
+def test_payloads_of_a_cut_stream_end_without_the_partial_event() -> None:
+    p = SSEParser()
+    assert p.payloads(b'data: {"a": 1}\n\ndata: {"b"') == [b'{"a": 1}']
+    assert p.payloads(b": 2}\n") == []  # the event is not complete until its blank line
+
+
+_PIECES = [
+    b"data: ",
+    b"data:",
+    b"event: e",
+    b"id: 1",
+    b": c",
+    b"\n",
+    b"\n",
+    b"\n\n",
+    b"\r\n",
+    b"\r",
+    b'{"a": 1}',
+    b"[DONE]",
+    "é✓".encode(),
+    b"\xe2\x9c",  # a cut UTF-8 sequence
+    b"\xff",
+]
+
+
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=30),
+    st.lists(st.integers(0, 200), max_size=8),
+)
+def test_payloads_equal_the_general_parser(pieces: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(pieces)
+    edges = [0, *sorted(c for c in cuts if c <= len(stream)), len(stream)]
+    parts = [stream[a:b] for a, b in itertools.pairwise(edges)]
+    assert _payloads_all(parts) == [ev.data for ev in _feed_all([stream])]

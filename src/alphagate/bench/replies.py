@@ -76,36 +76,44 @@ def _common_chunk(obj: dict[str, object]) -> tuple[str | None, int | None, int |
     building the models: the hot path, once per streamed chunk. None for anything else, which
     :class:`Chunk` then validates (and explains)."""
     choices = obj.get("choices", _MISSING)
-    text: str | None = None
+    text = None
     if choices is not _MISSING:
         if type(choices) is not list or len(choices) > 1:
             return None
         if choices:
             c = choices[0]
-            if type(c) is not dict or type(c.get("finish_reason")) not in _STR_OR_NONE:
+            if type(c) is not dict:
                 return None
-            t, delta = c.get("text"), c.get("delta")
-            if delta is not None and type(delta) is not dict:
+            finish = c.get("finish_reason")
+            if finish is not None and type(finish) is not str:
                 return None
-            content = None if delta is None else delta.get("content")
-            if type(t) not in _STR_OR_NONE or type(content) not in _STR_OR_NONE:
+            text = c.get("text")
+            if text is not None and type(text) is not str:
                 return None
-            text = t if t is not None else content
+            delta = c.get("delta")
+            if delta is not None:
+                if type(delta) is not dict:
+                    return None
+                content = delta.get("content")
+                if content is not None and type(content) is not str:
+                    return None
+                if text is None:
+                    text = content
     u = obj.get("usage")
     if u is None:
         return text, None, None
     if type(u) is not dict:
         return None
-    done, prompt = u.get("completion_tokens"), u.get("prompt_tokens")
+    done = u.get("completion_tokens")
     if type(done) is not int or done < 0:
         return None
+    prompt = u.get("prompt_tokens")
     if prompt is not None and (type(prompt) is not int or prompt < 0):
         return None
     return text, done, prompt
 
 
 _MISSING = object()
-_STR_OR_NONE = (str, type(None))
 
 
 class ReplyStream:
@@ -128,19 +136,30 @@ class ReplyStream:
         self.done = False
         self.last_s: float | None = None
 
-    def event(self, data: str, now: float) -> Failure | None:
-        """Take one ``data:`` payload; returns a failure (type, reason) or None."""
-        if data.strip() == "[DONE]":
-            self.done = True
-            return None
-        try:
-            obj = orjson.loads(data)  # the hot path: one parse per streamed chunk
-        except orjson.JSONDecodeError:
-            return ("malformed_sse", f"not JSON: {data[:80]!r}")
-        if type(obj) is not dict:
-            return ("malformed_sse", f"not a JSON object: {data[:80]!r}")
-        if "error" in obj:
-            return ("server_error", error_message(data))
+    def event(self, data: str | bytes, now: float) -> Failure | None:
+        """Take one ``data:`` payload — str, or UTF-8 bytes (the SSE parser's fast path) —
+        and return a failure (type, reason) or None."""
+        if isinstance(data, bytes):
+            # the hot path: orjson parses the bytes as received; anything but a JSON object
+            # ([DONE], not JSON, invalid UTF-8) is taken as text, as it always was
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                return self.event(data.decode("utf-8", "replace"), now)
+            if type(obj) is not dict or "error" in obj:
+                return self.event(data.decode("utf-8", "replace"), now)
+        else:
+            if data.strip() == "[DONE]":
+                self.done = True
+                return None
+            try:
+                obj = orjson.loads(data)  # one parse per streamed chunk
+            except orjson.JSONDecodeError:
+                return ("malformed_sse", f"not JSON: {data[:80]!r}")
+            if type(obj) is not dict:
+                return ("malformed_sse", f"not a JSON object: {data[:80]!r}")
+            if "error" in obj:
+                return ("server_error", error_message(data))
         fast = _common_chunk(obj)
         if fast is not None:
             text, done, prompt = fast

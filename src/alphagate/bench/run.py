@@ -9,11 +9,11 @@ to ``requests.jsonl``) and to ``on_record`` (the live display).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
+from alphagate.bench import aio
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels
 from alphagate.bench.runner import BenchConfig, BenchRunner
@@ -79,7 +79,7 @@ def run_bench(
     try:
         if pool is not None:
             pool.start()
-        asyncio.run(main())
+        aio.run(main())
     except KeyboardInterrupt:
         interrupted = True
     finally:

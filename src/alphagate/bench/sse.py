@@ -4,6 +4,12 @@ Bytes arrive split anywhere — inside a UTF-8 sequence, a field name, or betwee
 ``\\n``. :class:`SSEParser` buffers partial lines and yields one :class:`SSEEvent` per dispatched
 event (a blank line ends an event; several ``data:`` lines join with ``\\n``; ``:`` lines are
 comments). It is tested with every split position.
+
+:meth:`SSEParser.payloads` is the client's hot path: it splits bytes on the blank line that ends
+an event (``b"\\n\\n"``) and hands back an event that is one ``data: `` line as the bytes after
+the prefix (orjson parses bytes; no decoding, no event object). Anything else — other fields,
+comments, several lines, a ``\\r`` anywhere — goes through the general parser, with the same
+result.
 """
 
 from __future__ import annotations
@@ -32,6 +38,32 @@ class SSEParser:
         self._event = ""
         self._id: str | None = None
         self._has_field = False
+        self._raw = b""  # payloads(): bytes after the last complete event
+        self._general = False  # payloads(): a \r was seen, every byte goes through feed()
+
+    def payloads(self, chunk: bytes) -> list[bytes | str]:
+        """The ``data`` of each event that ``chunk`` completes: bytes (UTF-8, maybe invalid)
+        for a single ``data: `` line, else the str that :meth:`feed` gives. Use either this or
+        :meth:`feed` on one stream, not both."""
+        if self._general or b"\r" in chunk:
+            if not self._general:
+                self._general = True
+                chunk, self._raw = self._raw + chunk, b""
+            return [ev.data for ev in self.feed(chunk)]
+        blocks = (self._raw + chunk if self._raw else chunk).split(b"\n\n")
+        self._raw = blocks.pop()
+        out: list[bytes | str] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block:
+                out.append(block[6:])  # the common event: one data line
+            elif block:
+                # whole lines followed by the blank line that dispatches them; splitting on
+                # \n never cuts a UTF-8 sequence, so decoding per block is decoding the stream
+                for line in [*block.decode("utf-8", "replace").split("\n"), ""]:
+                    ev = self._line(line)
+                    if ev is not None:
+                        out.append(ev.data)
+        return out
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         text = self._decoder.decode(chunk)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from alphagate.bench import aio
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.runner import BenchConfig, BenchRunner, Level
@@ -324,7 +325,7 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     terminated: list[bool] = []
     try:
-        asyncio.run(_serve(conn, cfg, prompts, run_id, t0_wall, terminated))
+        aio.run(_serve(conn, cfg, prompts, run_id, t0_wall, terminated))
     except BaseException:
         with contextlib.suppress(OSError, ValueError):
             conn.send_bytes(b"E" + traceback.format_exc(limit=8).encode())

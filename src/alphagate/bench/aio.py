@@ -1,0 +1,45 @@
+"""The bench client's event loop: uvloop's when it is installed, else asyncio's own; and the
+cyclic garbage collector kept off the hot path while it runs.
+
+uvloop (https://uvloop.readthedocs.io) implements the loop, its transports and their flow
+control in Cython; aiohttp runs on it unchanged. ``uvloop.run`` keeps ``asyncio.run``'s
+semantics (a Ctrl-C cancels the main task, then raises ``KeyboardInterrupt``).
+
+A bench keeps every finished record, so the heap grows all run long, and CPython's generational
+collector (https://docs.python.org/3/library/gc.html) rescans it again and again: at the default
+thresholds (700, 10, 10) collections took ~13% of the client's CPU over 20,000 streamed
+requests, for a few thousand cyclic objects freed in all. While the loop runs, what exists
+before it (modules, prompts, config) is moved out of the collector's sight (``gc.freeze``) and the
+youngest generation is collected every 10,000 net allocations instead of 700 (a bounded amount of
+garbage held a little longer); both are undone when the loop ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["run"]
+
+T = TypeVar("T")
+
+#: the youngest generation's threshold while a bench runs (CPython's default: 700)
+GC_GEN0_THRESHOLD = 10_000
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` to completion on a new event loop (uvloop's when available)."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], GC_GEN0_THRESHOLD), *thresholds[1:])
+    try:
+        try:
+            import uvloop
+        except ImportError:
+            return asyncio.run(main)
+        return uvloop.run(main)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
