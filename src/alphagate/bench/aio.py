@@ -1,9 +1,4 @@
-"""The bench client's event loop: uvloop's when it is installed, else asyncio's own; and the
-cyclic garbage collector kept off the hot path while it runs.
-
-uvloop (https://uvloop.readthedocs.io) implements the loop, its transports and their flow
-control in Cython; aiohttp runs on it unchanged. ``uvloop.run`` keeps ``asyncio.run``'s
-semantics (a Ctrl-C cancels the main task, then raises ``KeyboardInterrupt``).
+"""The bench client's event loop, with the cyclic garbage collector kept off the hot path.
 
 A bench keeps every finished record, so the heap grows all run long, and CPython's generational
 collector (https://docs.python.org/3/library/gc.html) rescans it again and again: at the default
@@ -30,16 +25,13 @@ GC_GEN0_THRESHOLD = 10_000
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to completion on a new event loop (uvloop's when available)."""
+    """Run ``main`` to completion on a new event loop (``asyncio.run``'s semantics: Ctrl-C
+    cancels the main task, then raises ``KeyboardInterrupt``)."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(thresholds[0], GC_GEN0_THRESHOLD), *thresholds[1:])
     try:
-        try:
-            import uvloop
-        except ImportError:
-            return asyncio.run(main)
-        return uvloop.run(main)
+        return asyncio.run(main)
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
