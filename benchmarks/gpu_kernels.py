@@ -287,6 +287,10 @@ def compare(path: Path, gpu_name: str) -> None:
     from alphagate.specs.gpus import resolve_gpu
 
     data = json.loads(path.read_text())
+    if data.get("shape_divisor", 1) != 1:
+        sys.exit(
+            f"{path}: measured with --quick (shapes ÷ {data['shape_divisor']}): not comparable"
+        )
     dtype = data["gemm"].get("dtype", "bf16")
     shapes = data["gemm"].get("shapes", [list(x) for x in LAYER_GEMMS])
     hw = Hardware.of(resolve_gpu(gpu_name), dtype)

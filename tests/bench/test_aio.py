@@ -31,3 +31,22 @@ def test_gc_settings_are_restored_even_on_error() -> None:
         aio.run(boom())
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_a_process_that_froze_its_objects_or_disabled_collection_keeps_that() -> None:
+    before = gc.get_threshold()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        gc.set_threshold(0)
+
+        async def inside() -> tuple[int, int]:
+            return gc.get_threshold()[0], gc.get_freeze_count()
+
+        threshold, count = aio.run(inside())
+        assert threshold == 0  # collection stays off
+        assert 0 < count <= frozen  # nothing more frozen (frozen objects may still be freed)
+        assert gc.get_threshold()[0] == 0 and 0 < gc.get_freeze_count() <= frozen  # still frozen
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -24,14 +25,34 @@ T = TypeVar("T")
 GC_GEN0_THRESHOLD = 10_000
 
 
+_lock = threading.Lock()
+_depth = 0  # runs in progress in this process (threads): the outermost sets and restores
+_saved: tuple[tuple[int, int, int], bool] = ((700, 10, 10), False)
+
+
 def run(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to completion on a new event loop (``asyncio.run``'s semantics: Ctrl-C
-    cancels the main task, then raises ``KeyboardInterrupt``)."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], GC_GEN0_THRESHOLD), *thresholds[1:])
+    cancels the main task, then raises ``KeyboardInterrupt``). A process that froze its own
+    objects or turned automatic collection off (threshold 0) keeps that; overlapping runs in
+    threads restore the settings once, when the last one ends."""
+    global _depth, _saved
+    with _lock:
+        if _depth == 0:
+            thresholds = gc.get_threshold()
+            froze = gc.get_freeze_count() == 0
+            if froze:
+                gc.freeze()
+            if thresholds[0]:
+                gc.set_threshold(max(thresholds[0], GC_GEN0_THRESHOLD), *thresholds[1:])
+            _saved = (thresholds, froze)
+        _depth += 1
     try:
         return asyncio.run(main)
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                thresholds, froze = _saved
+                gc.set_threshold(*thresholds)
+                if froze:
+                    gc.unfreeze()

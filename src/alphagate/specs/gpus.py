@@ -24,8 +24,8 @@ The kernel-level figures the step-time model's terms need (:mod:`alphagate.sim.c
   PyTorch 2.11, bf16, CUDA graphs; the figures are in ``benchmarks/data/h200_kernels.json``), one
   Llama-3.1-8B decoder layer's four GEMMs take 1.02×, 1.04×, 1.06× and 1.19× their M = 1 time at
   M = 16, 32, 64 and 128 tokens — all far below the ridge, where a pure roofline stays at 1.00× —
-  and 1.00–1.05× the roofline plus a quarter of the weight read above it. A quarter of the smaller
-  of the two times reproduces both (0.25 for BF16 weights, assumed for the other GPUs). FP8 and
+  and, well above the ridge (M ≥ 512), 1.03–1.04× the roofline plus a quarter of the weight read.
+  A quarter of the smaller of the two times reproduces both (0.25 for BF16 weights, assumed for the other GPUs). FP8 and
   INT4 GEMMs (other kernels) were not measured: ``gemm_overlap_loss_quantized`` is 0 — the pure
   roofline — until they are;
 - ``kernel_gap_s`` and ``kernel_launch_s``: the cost per kernel inside a CUDA graph and when
