@@ -315,32 +315,34 @@ def compare(path: Path, gpu_name: str) -> None:
     print(f"weight read at the preset's bandwidth: {floor * 1e6:.1f} µs")
     if "attention" not in data:
         return
+    model8b = _model_8b(gpu_name)
     print("\nattention per layer (KV heads 8, group 4 packed, head dim 128)")
     print(f"{'B':>4} {'L':>6} {'q':>3} {'measured µs':>12} {'model µs':>9} {'meas ÷ q=1':>11}")
     base: dict[tuple[int, int], float] = {}
-    kv_s = 2 * KV_HEADS * HEAD_DIM * 2 / hw.bandwidth
-    group = HEADS // KV_HEADS
     for r in data["attention"]:
         b, ctx, q, t = r["b"], r["context"], r["q"], r["seconds"]
-        rows_ = np.ceil(group * q / hw.attention_tile_m) * hw.attention_tile_m
-        flops = 4.0 * KV_HEADS * HEAD_DIM * rows_ * ctx * b / hw.attn_flops
-        mod = max(b * ctx * kv_s, flops)
+        # the model's attention term of a step (its own query tile and GQA packing), per layer
+        mod = float(model8b.terms(q - 1, b, b * ctx)["target_attention"]) / LAYERS
         base.setdefault((b, ctx), t)
         print(
             f"{b:>4} {ctx:>6} {q:>3} {t * 1e6:>12.1f} {mod * 1e6:>9.1f} {t / base[(b, ctx)]:>11.2f}"
         )
     if data.get("forward"):
-        _compare_forward(data["forward"], gpu_name)
+        _compare_forward(data["forward"], model8b)
 
 
-def _compare_forward(rows: list[dict[str, float]], gpu_name: str) -> None:
-    """The whole forward measured beside the model's target GPU terms (GEMMs, attention, kernel
-    gaps; no sampler, no host), and v(B, K) = the verify pass ÷ the decode step of each."""
+def _model_8b(gpu_name: str) -> Any:
+    """The step-time model of Llama-3.1-8B in BF16 on the GPU preset."""
     from alphagate.sim.cost import build_cost_model
     from alphagate.specs import DeploymentConfig, resolve_deployment
 
     cfg = DeploymentConfig(model="llama-3.1-8b", gpu=gpu_name, weight_dtype="bf16")
-    model = build_cost_model(resolve_deployment(cfg))
+    return build_cost_model(resolve_deployment(cfg))
+
+
+def _compare_forward(rows: list[dict[str, float]], model: Any) -> None:
+    """The whole forward measured beside the model's target GPU terms (GEMMs, attention, kernel
+    gaps; no sampler, no host), and v(B, K) = the verify pass ÷ the decode step of each."""
 
     def gpu(b: int, q: int, ctx: float) -> float:
         t = model.terms(q - 1, b, b * ctx)
