@@ -116,9 +116,10 @@ def twin() -> None:
     print("coefficient                 truth        fitted     error   ±1 s.e.   set by")
     for c in profile.coefficients:
         want = rt.TRUTH[c.name]
+        se = f"{c.standard_error / c.value:8.1%}" if c.value > 0 else f"{'—':>8}"
         print(
             f"{c.name:26} {want:10.4g} {c.value:12.4g} {c.value / want - 1:+8.1%} "
-            f"{c.standard_error / max(c.value, 1e-30):8.1%}   {c.determined_by}"
+            f"{se}   {c.determined_by}"
         )
     print(f"RMS residual {profile.rms_residual_pct:.2f}%")
     truth_cost = build_cost_model(resolve_deployment(truth))
