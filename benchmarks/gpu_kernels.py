@@ -1,7 +1,11 @@
 """Measured kernel times of an 8B Llama on the local GPU, beside the step-time model's terms.
 
     python benchmarks/gpu_kernels.py measure --out FILE   # on a GPU machine: torch only
+    python benchmarks/gpu_kernels.py gemms --model 8b|70b-tp2 --dtype bf16|fp8 --out FILE
     python benchmarks/gpu_kernels.py compare FILE [--gpu h200]   # here: model vs measured
+
+``gemms`` times the layer GEMM sweep alone, of Llama-3.1-8B or of Llama-3.3-70B's layer at TP = 2,
+in bf16 or fp8 (kept as ``benchmarks/data/h200_gemms_{model}_{dtype}.json``).
 
 ``measure`` times, in bf16 with CUDA graphs (so no host launch cost is counted), what one decoder
 layer of Llama-3.1-8B runs in vLLM (``vllm/model_executor/models/llama.py``):

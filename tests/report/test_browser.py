@@ -5,6 +5,7 @@ for people to look at. Skipped, with the reason, only where Chromium is not inst
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def test_demo_saves_every_result_and_ends_with_the_report(demo: tuple[Path, str]
     assert "demo-output/report.html" in tail and (saved / "report.html").resolve().as_uri() in tail
     html = (saved / "report.html").read_text()
     assert "alphagate demo" in html  # the command that reproduces it all
-    assert "Rollout plan — concurrency 64, peak 256" in html and "NO-GO" in html
+    assert "Rollout plan — concurrency 64, peak 256" in html
+    verdict = json.loads((saved / "rollout-plan-c64.json").read_text())["verdict"]
+    assert verdict.upper() in html
 
 
 @pytest.mark.skipif(

@@ -96,7 +96,7 @@ def test_speedup_falls_with_concurrency(
     cfg = SweepConfig(
         deployment=dep,
         workload=WorkloadConfig(),
-        alphas=(0.7,),
+        alphas=(0.6,),
         ks=(3,),
         concurrencies=(1, 16, 64, 256),
         simulate_breakeven=False,
@@ -104,7 +104,7 @@ def test_speedup_falls_with_concurrency(
     res = run_sweep(cfg, resolve_deployment(dep, WorkloadConfig(), 256), cost)
     s = [c.speedup.throughput_speedup or 0.0 for c in res.cells]
     assert s == sorted(s, reverse=True)
-    assert s[0] > 2.0 and s[-1] < 1.0  # pays at C = 1, a net loss at C = 256
+    assert s[0] > 1.9 and s[-1] < 1.0  # pays at C = 1, a net loss at C = 256
     be = [row.for_k(3).alpha_breakeven_model for row in res.rows]
     assert all(b is not None for b in be)
     assert be == sorted(be)  # type: ignore[type-var]

@@ -12,8 +12,8 @@ below — each a term of its own, with its public source::
 
 - **gemm** — every weight GEMM ``[M, K] × [K, N]`` costs ``max(weight bytes / BW, compute)`` plus
   a share of the smaller of the two that the kernel does not overlap (``gemm_overlap_loss``,
-  measured for BF16: a layer's GEMMs on an H200 take 1.19× their M = 1 time at M = 128, far below
-  the ridge; FP8 and INT4 not measured, 0);
+  measured for BF16 and FP8: a layer's GEMMs on an H200 take 1.11–1.19× their M = 1 time at
+  M = 128, far below the ridge; INT4 not measured, 0);
   the compute side is tile- and wave-quantized (NVIDIA, "Matrix Multiplication Background User's
   Guide": M is padded to the tile, here 64 rows — the M of Hopper's ``wgmma`` instruction, PTX ISA
   — and tiles run in waves of one per SM; below one wave cuBLAS splits K to fill the GPU). The
@@ -195,7 +195,7 @@ class Hardware:
             kernel_gap_s=gpu.kernel_gap_s,
             kernel_launch_s=gpu.kernel_launch_s,
             gemm_overlap_loss=(
-                gpu.gemm_overlap_loss if dtype == "bf16" else gpu.gemm_overlap_loss_quantized
+                gpu.gemm_overlap_loss_int4 if dtype == "int4" else gpu.gemm_overlap_loss
             ),
             tile_m=gpu.gemm_tile_m,
             tile_n=gpu.gemm_tile_n,

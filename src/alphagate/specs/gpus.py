@@ -21,13 +21,15 @@ The kernel-level figures the step-time model's terms need (:mod:`alphagate.sim.c
   (``seqlenq_ngroups_swapped``) and its paged split-KV kernel uses 64-row tiles;
 - ``gemm_overlap_loss``: a weight GEMM streams its weights and runs its MMAs at once, but not
   perfectly overlapped: measured on an H200 (``benchmarks/gpu_kernels.py``, cuBLAS through
-  PyTorch 2.11, bf16, CUDA graphs; the figures are in ``benchmarks/data/h200_kernels.json``), one
-  Llama-3.1-8B decoder layer's four GEMMs take 1.02×, 1.04×, 1.06× and 1.19× their M = 1 time at
-  M = 16, 32, 64 and 128 tokens — all far below the ridge, where a pure roofline stays at 1.00× —
-  and, well above the ridge (M ≥ 512), 1.03–1.04× the roofline plus a quarter of the weight read.
-  A quarter of the smaller of the two times reproduces both (0.25 for BF16 weights, assumed for the other GPUs). FP8 and
-  INT4 GEMMs (other kernels) were not measured: ``gemm_overlap_loss_quantized`` is 0 — the pure
-  roofline — until they are;
+  PyTorch 2.11, CUDA graphs; the figures are in ``benchmarks/data/h200_kernels.json`` and
+  ``h200_gemms_*.json``), one Llama-3.1-8B decoder layer's four BF16 GEMMs take 1.02×, 1.04×,
+  1.06× and 1.19× their M = 1 time at M = 16, 32, 64 and 128 tokens — all far below the ridge,
+  where a pure roofline stays at 1.00× — and, well above the ridge (M ≥ 512), 1.03–1.04× the
+  roofline plus a quarter of the weight read. FP8 (e4m3 weights and activations through
+  ``torch._scaled_mm``, cuBLASLt) grows alike: 1.11× (8B) and 1.15× (Llama-3.3-70B's layer at
+  TP = 2) at M = 128. A quarter of the smaller of the two times reproduces both (0.25 for BF16
+  and FP8 weights, assumed for the other GPUs). INT4 GEMMs (W4A16, Marlin kernels) were not
+  measured: ``gemm_overlap_loss_int4`` is 0 — the pure roofline — until they are;
 - ``kernel_gap_s`` and ``kernel_launch_s``: the cost per kernel inside a CUDA graph and when
   launched one by one from the host — NVIDIA's "Getting Started with CUDA Graphs" (2019) measures
   a 2.9 µs kernel at 3.8 µs per kernel issued back to back from a stream and 3.4 µs per kernel
@@ -81,14 +83,14 @@ class GpuSpec(Frozen):
         default=0.25,
         ge=0,
         le=1,
-        description="BF16 weight GEMMs: share of the smaller of the weight-read and compute times "
-        "that does not hide behind the larger",
+        description="BF16 and FP8 weight GEMMs: share of the smaller of the weight-read and "
+        "compute times that does not hide behind the larger",
     )
-    gemm_overlap_loss_quantized: float = Field(
+    gemm_overlap_loss_int4: float = Field(
         default=0.0,
         ge=0,
         le=1,
-        description="the same for FP8 and INT4 weights (not measured: 0, the pure roofline)",
+        description="the same for INT4 weights (not measured: 0, the pure roofline)",
     )
     kernel_gap_s: float = Field(
         default=0.5e-6, ge=0, description="cost per kernel replayed from a CUDA graph"
