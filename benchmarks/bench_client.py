@@ -82,11 +82,10 @@ async def ours(url: str, streams: int, requests: int, out_tokens: int) -> tuple[
         model="alphagate-twin",
     )
     prompts = [Prompt("a b c d", None, None, out_tokens, True)] * requests
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        r = BenchRunner(cfg, prompts, session)
-        cpu0 = time.process_time()
-        await r.run()
-        cpu = time.process_time() - cpu0
+    r = BenchRunner(cfg, prompts)
+    cpu0 = time.process_time()
+    await r.run()
+    cpu = time.process_time() - cpu0
     chunks = sum(len(x.chunk_times_s) for x in r.records)
     failed = sum(1 for x in r.records if not x.ok)
     assert failed == 0, f"{failed} requests failed"

@@ -35,8 +35,6 @@ PROMPTS, OUTPUT, K = 32, 128, 3
 def _serve(
     url: str, model: str, prompts: list[str], tokens: int, save_to: Path | None, conc: int = 8
 ) -> float:
-    import aiohttp
-
     from alphagate.bench.dataset import Prompt
     from alphagate.bench.runner import BenchConfig, BenchRunner, Level
 
@@ -51,15 +49,14 @@ def _serve(
     )
 
     async def go() -> float:
-        async with aiohttp.ClientSession() as s:
-            runner = BenchRunner(cfg, ps, s)
-            t0 = time.perf_counter()
-            await runner.run()
-            wall = time.perf_counter() - t0
-            assert all(r.ok for r in runner.records)
-            if save_to is not None:
-                save_to.write_text("".join(r.model_dump_json() + "\n" for r in runner.records))
-            return wall
+        runner = BenchRunner(cfg, ps)
+        t0 = time.perf_counter()
+        await runner.run()
+        wall = time.perf_counter() - t0
+        assert all(r.ok for r in runner.records)
+        if save_to is not None:
+            save_to.write_text("".join(r.model_dump_json() + "\n" for r in runner.records))
+        return wall
 
     return asyncio.run(go())
 

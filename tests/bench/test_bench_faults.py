@@ -10,8 +10,6 @@ import contextlib
 import json
 from pathlib import Path
 
-import aiohttp
-
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.runner import BenchConfig, BenchRunner, Level
@@ -103,22 +101,21 @@ def test_cancellation_keeps_every_completed_record(tmp_path: Path) -> None:
     sunk: list[RequestRecord] = []
 
     async def go(url: str) -> BenchRunner:
-        async with aiohttp.ClientSession() as session:
-            bc = BenchConfig(
-                targets=(("default", url),),
-                levels=(Level(label="c4", concurrency=4),),
-                num_prompts=400,
-                scrape_metrics=False,
-            )
-            prompts = [Prompt("a b c", None, None, 40, True)] * 400
-            runner = BenchRunner(bc, prompts, session, sink=sunk.append)
-            task = asyncio.create_task(runner.run())
-            while len(sunk) < 6:
-                await asyncio.sleep(0.05)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            return runner
+        bc = BenchConfig(
+            targets=(("default", url),),
+            levels=(Level(label="c4", concurrency=4),),
+            num_prompts=400,
+            scrape_metrics=False,
+        )
+        prompts = [Prompt("a b c", None, None, 40, True)] * 400
+        runner = BenchRunner(bc, prompts, sink=sunk.append)
+        task = asyncio.create_task(runner.run())
+        while len(sunk) < 6:
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return runner
 
     with twin(cfg) as (url, _):
         runner = asyncio.run(go(url))
@@ -133,29 +130,29 @@ def test_counter_reset_mid_run(tmp_path: Path) -> None:
     )
 
     async def go(url: str, engine) -> None:  # type: ignore[no-untyped-def]
-        async with aiohttp.ClientSession() as session:
-            bc = BenchConfig(
-                targets=(("default", url),),
-                levels=(Level(label="c2", concurrency=2),),
-                num_prompts=10,
-            )
-            prompts = [Prompt("a b c", None, None, 30, True)] * 10
-            runner = BenchRunner(bc, prompts, session)
-            for i in range(8):
-                await runner.one("default", url, "c2", i, prompts[i % 10])
-            before = await runner._scrape([url + "/metrics"])
-            engine.reset_metrics()  # the server "restarts": counters drop to zero
-            for i in range(3):
-                await runner.one("default", url, "c2", i, prompts[i])
-            after = await runner._scrape([url + "/metrics"])
-            from alphagate.measure.prom import spec_delta
+        bc = BenchConfig(
+            targets=(("default", url),),
+            levels=(Level(label="c2", concurrency=2),),
+            num_prompts=10,
+        )
+        prompts = [Prompt("a b c", None, None, 30, True)] * 10
+        runner = BenchRunner(bc, prompts)
+        for i in range(8):
+            await runner.one("default", url, "c2", i, prompts[i % 10])
+        before = await runner._scrape([url + "/metrics"])
+        engine.reset_metrics()  # the server "restarts": counters drop to zero
+        for i in range(3):
+            await runner.one("default", url, "c2", i, prompts[i])
+        after = await runner._scrape([url + "/metrics"])
+        from alphagate.measure.prom import spec_delta
 
-            assert before is not None and after is not None
-            d = spec_delta(before, after)
-            assert d.counter_reset
-            # only the post-reset window is counted: 3 requests × 29 decode steps at most
-            assert 0 < d.num_drafts <= 3 * 29
-            assert after[0].drafts == d.num_drafts
+        assert before is not None and after is not None
+        d = spec_delta(before, after)
+        assert d.counter_reset
+        # only the post-reset window is counted: 3 requests × 29 decode steps at most
+        assert 0 < d.num_drafts <= 3 * 29
+        assert after[0].drafts == d.num_drafts
+        await runner.aclose()
 
     with twin(cfg) as (url, engine):
         asyncio.run(go(url, engine))

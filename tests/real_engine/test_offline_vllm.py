@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from alphagate.bench.dataset import Prompt
@@ -112,10 +111,9 @@ def _sampled(url: str, model: str, out: Path, *, save_text: bool) -> dict[str, A
     )
 
     async def go() -> Any:
-        async with aiohttp.ClientSession() as s:
-            runner = BenchRunner(cfg, prompts, s)
-            levels = await runner.run()
-            return runner.records, levels
+        runner = BenchRunner(cfg, prompts)
+        levels = await runner.run()
+        return runner.records, levels
 
     records, levels = asyncio.run(go())
     assert all(r.ok for r in records)

@@ -49,8 +49,7 @@ def _bench(
             num_prompts=n,
             model=model,
         )
-        async with aiohttp.ClientSession() as s:
-            return await BenchRunner(cfg, _prompts(n), s).run()
+        return await BenchRunner(cfg, _prompts(n)).run()
 
     return asyncio.run(go())
 
@@ -229,8 +228,7 @@ async def _run_prompts(url: str, prompts: list[Prompt]) -> Any:
         model="tiny",
         scrape_metrics=False,
     )
-    async with aiohttp.ClientSession() as s:
-        return (await BenchRunner(cfg, prompts, s).run())[0].overall
+    return (await BenchRunner(cfg, prompts).run())[0].overall
 
 
 def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """One ``alphagate bench`` run from start to :class:`~alphagate.bench.records.BenchResult`.
 
-:func:`run_bench` owns the event loop and the HTTP session, runs every level (or the knee search
+:func:`run_bench` owns the event loop, runs every level (or the knee search
 of a sweep) through :class:`~alphagate.bench.runner.BenchRunner`, and turns Ctrl-C (``KeyboardInterrupt``) into a
 result marked ``interrupted`` whose levels include the unfinished one, summarised from every record
 that completed. It writes nothing itself: each finished record goes to ``sink`` (the CLI appends it
@@ -49,8 +49,6 @@ def run_bench(
     ``workers`` > 1 sends the load from that many processes (:mod:`alphagate.bench.workers`);
     this process coordinates them, and its ``sink`` and ``on_record`` see every record.
     """
-    import aiohttp
-
     state: dict[str, BenchRunner] = {}
     t0, t0_wall = time.perf_counter(), time.time()
     pool = None
@@ -60,20 +58,17 @@ def run_bench(
         pool = WorkerPool(workers, cfg, prompts, run_id, t0_wall)
 
     async def main() -> None:
-        connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(connector=connector) as session:
-            runner = BenchRunner(
-                cfg,
-                prompts,
-                session,
-                sink=sink,
-                on_record=on_record,
-                run_id=run_id,
-                pool=pool,
-                t0=t0,
-            )
-            state["runner"] = runner
-            await runner.run()
+        runner = BenchRunner(
+            cfg,
+            prompts,
+            sink=sink,
+            on_record=on_record,
+            run_id=run_id,
+            pool=pool,
+            t0=t0,
+        )
+        state["runner"] = runner
+        await runner.run()
 
     interrupted = False
     try:

@@ -4,8 +4,9 @@ a replayed trace), or the knee search of a sweep (:mod:`alphagate.bench.sweep`),
 Server faults are data: HTTP errors, refused connections, streams that end without ``[DONE]``,
 stalls past the timeout and malformed SSE each become a typed failure record; the run goes on.
 Each finished request is handed to ``sink`` at once (the CLI appends it to ``requests.jsonl``), so
-an interrupted run loses nothing that completed. The HTTP session is injected (tests may pass
-their own); time is ``time.perf_counter``.
+an interrupted run loses nothing that completed. Every request goes through
+:class:`~alphagate.bench.http.StreamClient` (its docstring says why not aiohttp); time is
+``time.perf_counter``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import aiohttp
 import numpy as np
 import orjson
 from pydantic import Field, SecretStr, model_validator
 
 from alphagate.bench.dataset import Prompt
+from alphagate.bench.http import (
+    ConnectError,
+    Endpoint,
+    ProtocolError,
+    StreamClient,
+    StreamTruncated,
+)
 from alphagate.bench.records import LevelSummary, RequestRecord, RequestText, summarize_level
 from alphagate.bench.replies import ReplyStream, error_message
 from alphagate.bench.slo import SLO
@@ -147,7 +154,6 @@ class BenchRunner:
         self,
         cfg: BenchConfig,
         prompts: list[Prompt],
-        session: aiohttp.ClientSession,
         *,
         sink: Callable[[RequestRecord], None] | None = None,
         on_record: Callable[[RequestRecord], None] | None = None,
@@ -159,7 +165,6 @@ class BenchRunner:
         self.pool = pool  # None: requests go from this process
         self.run_id = run_id
         self.prompts = prompts
-        self.session = session
         self.sink = sink
         self.on_record = on_record
         self._ids = itertools.count()
@@ -174,7 +179,8 @@ class BenchRunner:
         self.knees = (
             None if cfg.sweep is None else KneeSweep(cfg.sweep, [n for n, _ in cfg.targets])
         )
-        self._post_headers: dict[str, str] | None = None
+        self._http: StreamClient | None = None  # made in the loop that sends
+        self._endpoints: dict[str, Endpoint] = {}
 
     # ---------------------------------------------------------------- run
     async def run(self) -> list[LevelSummary]:
@@ -183,15 +189,25 @@ class BenchRunner:
         A limit (``max_errors``, ``max_error_rate``, ``max_duration_s``) stops the run cleanly:
         no new request is sent, requests in flight finish, and ``stop_reason`` says why.
         """
-        if self.knees is not None:
-            await self.knees.run(self._sweep_level)
+        try:
+            if self.knees is not None:
+                await self.knees.run(self._sweep_level)
+                return self.levels
+            for level in self.cfg.levels:
+                for name, url in self.cfg.targets:
+                    if self.stopping:
+                        return self.levels
+                    self.levels.append(await self.run_level(name, url, level))
             return self.levels
-        for level in self.cfg.levels:
-            for name, url in self.cfg.targets:
-                if self.stopping:
-                    return self.levels
-                self.levels.append(await self.run_level(name, url, level))
-        return self.levels
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the streaming connections (:meth:`run` does; call it after using :meth:`one`
+        directly)."""
+        http, self._http = self._http, None
+        if http is not None:
+            await http.aclose()
 
     def sweep_level(self, load: float) -> Level:
         """The level a sweep runs at ``load``: a closed loop sends at least two requests per
@@ -311,32 +327,38 @@ class BenchRunner:
                 acceptance = spec_delta(before, after)
         return self._summary(target, url, level, recs, acceptance)
 
-    async def _first_model(self, url: str) -> str | None:
+    def _client(self) -> StreamClient:
+        if self._http is None:
+            self._http = StreamClient(connect_timeout_s=self.cfg.timeout_s)
+        return self._http
+
+    async def _get(self, url: str) -> bytes | None:
+        """The body of ``GET url`` when it answers 200 within the timeout, else None."""
         try:
-            async with self.session.get(
-                url.rstrip("/") + "/v1/models", headers=_headers(self.cfg)
-            ) as resp:
-                data = await resp.json(content_type=None)
-                return str(data["data"][0]["id"])
-        except (
-            aiohttp.ClientError,
-            KeyError,
-            IndexError,
-            TypeError,
-            ValueError,
-            asyncio.TimeoutError,
-        ):
+            ep = StreamClient.endpoint(url, _headers(self.cfg), "GET")
+            reply = await asyncio.wait_for(self._client().request(ep), self.cfg.timeout_s)
+        except (ConnectError, StreamTruncated, ProtocolError, OSError, ValueError):
+            return None
+        except asyncio.TimeoutError:
+            return None
+        return reply.body if reply.status == 200 else None
+
+    async def _first_model(self, url: str) -> str | None:
+        body = await self._get(url.rstrip("/") + "/v1/models")
+        try:
+            return None if body is None else str(orjson.loads(body)["data"][0]["id"])
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
             return None  # requests go without a model name; the server decides
 
     async def _scrape(self, urls: list[str]) -> list[SpecCounters] | None:
         out = []
         for u in urls:
+            body = await self._get(u)
+            if body is None:
+                return None
             try:
-                async with self.session.get(u, headers=_headers(self.cfg)) as resp:
-                    if resp.status != 200:
-                        return None
-                    out.append(parse_spec_counters(await resp.text()))
-            except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+                out.append(parse_spec_counters(body.decode("utf-8", "replace")))
+            except ValueError:
                 return None
         return out
 
@@ -495,14 +517,14 @@ class BenchRunner:
                 raise
             watchdog.uncancel()
             err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
-        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError):
-            err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
-        except aiohttp.ClientConnectorError as exc:
+        except ConnectError as exc:
             err = ("connection_refused", str(exc))
-        except aiohttp.ClientPayloadError as exc:
+        except StreamTruncated as exc:
             err = ("stream_truncated", str(exc))
-        except aiohttp.ClientError as exc:
-            err = ("client_error", f"{type(exc).__name__}: {exc}")
+        except ProtocolError as exc:
+            err = ("client_error", f"the server's reply is not HTTP/1.1: {exc}")
+        except OSError as exc:  # the connection failed mid-exchange (reset, broken pipe)
+            err = ("stream_truncated", f"{type(exc).__name__}: {exc}")
         finally:
             watchdog.stop()
         tokens, source = state.chunk_tokens()
@@ -532,31 +554,33 @@ class BenchRunner:
         self, url: str, p: Prompt, state: ReplyStream, send: float, watchdog: _Watchdog
     ) -> tuple[str, str] | None:
         """POST the request and read its stream into ``state``; returns a failure or None."""
-        path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s)
-        if self._post_headers is None:
-            self._post_headers = {**_headers(self.cfg), "Content-Type": "application/json"}
-        async with self.session.post(
-            url.rstrip("/") + path,
-            data=orjson.dumps(self._payload(p)),
-            headers=self._post_headers,
-            timeout=timeout,
-        ) as resp:
-            if resp.status >= 400:
-                return (f"http_{resp.status}", error_message((await resp.text())[:2000]))
-            payloads, event, clock = SSEParser().payloads, state.event, time.perf_counter
-            # iter_any: whatever has arrived, several events per read under load (aiohttp docs,
-            # "Streaming Response Content"); one clock reading per read stamps its chunks
-            async for data in resp.content.iter_any():
-                t = clock()
-                watchdog.last = t
-                now = t - send
-                for payload in payloads(data):
-                    problem = event(payload, now)
-                    if problem is not None:
-                        return problem
-                if state.done:
-                    return None
+        ep = self._endpoints.get(url)
+        if ep is None:
+            path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
+            headers = {**_headers(self.cfg), "Content-Type": "application/json"}
+            ep = self._endpoints[url] = StreamClient.endpoint(url.rstrip("/") + path, headers)
+        payloads, event = SSEParser().payloads, state.event
+        problems: list[tuple[str, str]] = []
+
+        def sink(data: bytes, t: float) -> bool:
+            # one network read, stamped once (several events per read under load)
+            watchdog.last = t
+            now = t - send
+            for payload in payloads(data):
+                problem = event(payload, now)
+                if problem is not None:
+                    problems.append(problem)
+                    return True
+            return state.done
+
+        reply = await self._client().request(ep, orjson.dumps(self._payload(p)), sink)
+        if reply.status >= 400:
+            text = reply.body.decode("utf-8", "replace")
+            return (f"http_{reply.status}", error_message(text[:2000]))
+        if problems:
+            return problems[0]
+        if state.done:
+            return None
         return ("stream_truncated", "the stream ended without [DONE]")
 
 
@@ -591,8 +615,8 @@ async def _sleep_until(t: float) -> None:
 class _Watchdog:
     """Cancels the current task after ``limit`` seconds without data.
 
-    One timer per timeout period rather than one per read: aiohttp's ``sock_read`` arms a timer
-    for every chunk, which costs ~5% of the client's CPU. The reader marks each read by setting
+    One timer per timeout period rather than one per read (a timer per chunk cost ~5% of the
+    client's CPU when aiohttp's ``sock_read`` armed one). The reader marks each read by setting
     :attr:`last` (``time.perf_counter()``), an attribute store rather than a call.
     """
 

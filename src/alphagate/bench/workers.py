@@ -1,6 +1,6 @@
 """``alphagate bench --workers N``: one run's load sent from N worker processes.
 
-Each worker has its own event loop and HTTP session; the coordinator (the calling process) keeps
+Each worker has its own event loop and HTTP connections; the coordinator (the calling process) keeps
 everything else — model discovery, ``/metrics`` before and after each level, the limits, the sweep,
 the records file, the live display and the summaries — so a run with workers is the same run as
 one without, sent from more processes.
@@ -345,8 +345,6 @@ async def _serve(
     t0_wall: float,
     terminated: list[bool],
 ) -> None:
-    import aiohttp
-
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
     current: list[asyncio.Task[None]] = []
@@ -379,25 +377,24 @@ async def _serve(
 
     loop.add_signal_handler(signal.SIGTERM, sigterm)
     t0 = time.perf_counter() - (time.time() - t0_wall)  # the coordinator's run start, here
-    connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        runner = BenchRunner(cfg, prompts, session, sink=outbox.add, run_id=run_id, t0=t0)
-        runner_ref.append(runner)
-        while True:
-            msg = await inbox.get()
-            if msg[0] != "level":
-                break
-            _, target, url, level, model, share, start_wall = msg
-            runner.model = model
-            task = loop.create_task(_run_share(runner, target, url, level, share, start_wall))
-            current.append(task)
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            current.clear()
-            outbox.flush()
-            if task.cancelled():
-                break
-            conn.send_bytes(b"D")
+    runner = BenchRunner(cfg, prompts, sink=outbox.add, run_id=run_id, t0=t0)
+    runner_ref.append(runner)
+    while True:
+        msg = await inbox.get()
+        if msg[0] != "level":
+            break
+        _, target, url, level, model, share, start_wall = msg
+        runner.model = model
+        task = loop.create_task(_run_share(runner, target, url, level, share, start_wall))
+        current.append(task)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        current.clear()
+        outbox.flush()
+        if task.cancelled():
+            break
+        conn.send_bytes(b"D")
+    await runner.aclose()
     outbox.flush()
 
 

@@ -1,0 +1,313 @@
+"""The bench's HTTP client: HTTP/1.1 on an asyncio protocol, parsed by llhttp (``httptools``).
+
+Why not aiohttp, as elsewhere in alphagate (the live ``measure`` scraper, the twin's server): a streamed
+reply arrives as one network read per engine step per request, and aiohttp hands each read to the
+reading coroutine through its ``StreamReader`` — a buffer append, a waiter woken with
+``call_soon``, a task step, ``readany`` — before our code sees a byte. Profiled over 20,000
+streamed requests, that path and the loop's scheduling of it took over half of the client's CPU.
+Here the bytes go from ``data_received`` through llhttp's chunked decoding straight into the
+caller's ``sink`` inside the same callback; the awaiting task wakes once per request, when the
+stream is done.
+
+What it does, and only that: ``POST`` (streamed) and ``GET`` (``/v1/models``, ``/metrics``) to
+``http://`` or ``https://`` (the default TLS context, as aiohttp does), keep-alive connections pooled per host and reused, chunked,
+length-delimited and close-delimited bodies; no proxies, redirects or compression (the bench asks
+for none). A pooled connection idle for :data:`IDLE_S` is dropped rather than reused (uvicorn,
+which vLLM and SGLang serve with, closes idle keep-alive connections after 5 s), and a reused
+connection that closes before a single byte of the reply is retried once on a new one: the server
+closed it while idle and never saw the request (RFC 9112 §9.3.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+from urllib.parse import urlsplit
+
+import httptools
+
+__all__ = [
+    "ConnectError",
+    "Endpoint",
+    "ProtocolError",
+    "Reply",
+    "StreamClient",
+    "StreamTruncated",
+]
+
+#: a pooled connection idle longer than this is closed instead of reused
+IDLE_S = 4.0
+#: at most this much of a reply's body is kept (a ``/metrics`` page is a few hundred kB)
+BODY_MAX = 32 * 1024 * 1024
+
+#: the reader of a reply's body: (bytes of one network read, perf_counter when read) → stop?
+Sink = Callable[[bytes, float], bool]
+
+
+class ConnectError(OSError):
+    """The connection could not be opened (refused, unreachable, DNS, TLS handshake, timeout)."""
+
+
+class StreamTruncated(Exception):
+    """The connection closed before the reply ended."""
+
+
+class ProtocolError(Exception):
+    """The server's bytes are not HTTP/1.1."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One method and URL with the request head prepared (all but ``Content-Length``)."""
+
+    key: tuple[str, str, int]  # (scheme, host, port): the pool
+    head: bytes  # request line and headers
+    method: str = "POST"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How an exchange ended: ``stopped`` when the sink asked to stop (the caller has what it
+    wanted); otherwise the reply ended on its own. ``body``: the whole body when there was no
+    sink, or the status was ≥ 400 (cut at :data:`BODY_MAX`); else empty."""
+
+    status: int
+    stopped: bool
+    body: bytes = b""
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection; one exchange at a time."""
+
+    def __init__(self, client: StreamClient, key: tuple[str, str, int]) -> None:
+        self.client = client
+        self.key = key
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.exchanges = 0  # replies completed on this connection
+        self.idle_since = 0.0
+        self._closed_fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reset(None, None)
+
+    def _reset(self, waiter: asyncio.Future[Reply] | None, sink: Sink | None) -> None:
+        # a new parser per exchange: a stopped reply's leftovers never reach the next one
+        self.parser = httptools.HttpResponseParser(self)
+        self.waiter = waiter
+        self.sink = sink
+        self.status = 0
+        self.got_bytes = False
+        self.headers_done = False
+        self.delimited = False  # chunked or Content-Length: the connection's end is not the end
+        self.collect = sink is None  # keep the body (no sink, or an error status)
+        self.body = bytearray()
+        self.now = 0.0
+
+    # -- the exchange
+    def send(self, data: bytes, waiter: asyncio.Future[Reply], sink: Sink | None) -> None:
+        self._reset(waiter, sink)
+        assert self.transport is not None
+        self.transport.write(data)
+
+    def _finish(self, reply: Reply | BaseException) -> None:
+        w, self.waiter, self.sink = self.waiter, None, None
+        if w is not None and not w.done():
+            if isinstance(reply, BaseException):
+                w.set_exception(reply)
+            else:
+                w.set_result(reply)
+
+    # -- asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        self.now = time.perf_counter()  # one clock reading per read stamps its chunks
+        self.got_bytes = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(ProtocolError("the server switched protocols"))
+        except httptools.HttpParserError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, BaseException) and not isinstance(cause, Exception):
+                raise cause from None
+            self._fail(cause if isinstance(cause, Exception) else ProtocolError(str(exc)))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.client._forget(self)
+        if self.waiter is not None:
+            if self.headers_done and not self.delimited:
+                self._finish(Reply(self.status, False, bytes(self.body)))  # ended by close
+            elif not self.got_bytes and self.exchanges:
+                self._finish(_Stale())
+            else:
+                why = f": {exc}" if exc else ""
+                self._finish(StreamTruncated(f"the connection closed before the reply ended{why}"))
+        if not self._closed_fut.done():
+            self._closed_fut.set_result(None)
+
+    # -- llhttp callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        n = name.lower()
+        if n == b"content-length" or (n == b"transfer-encoding" and b"chunked" in value.lower()):
+            self.delimited = True
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.status = self.parser.get_status_code()
+        if self.status >= 400 and self.sink is not None:
+            self.sink, self.collect = None, True  # an error's body is the message, kept whole
+
+    def on_body(self, body: bytes) -> None:
+        sink = self.sink
+        if sink is not None:
+            if sink(body, self.now):
+                self._finish(Reply(self.status, True))
+        elif self.collect and len(self.body) < BODY_MAX:
+            self.body += body[: BODY_MAX - len(self.body)]
+
+    def on_message_complete(self) -> None:
+        if self.status < 200:  # 1xx: an interim reply; the parser goes on to the real one
+            self.headers_done = False
+            return
+        self._finish(Reply(self.status, False, bytes(self.body)))
+        self.exchanges += 1
+        if self.parser.should_keep_alive() and not self.closed:
+            self.client._release(self)
+        else:
+            self.close()
+
+    # -- helpers
+    def _fail(self, exc: Exception) -> None:
+        self._finish(exc)
+        self.close()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.close()
+
+    async def wait_closed(self) -> None:
+        await self._closed_fut
+
+
+class _Stale(Exception):
+    """A reused connection closed before any reply: retried on a new one."""
+
+
+class StreamClient:
+    """Streamed POSTs over pooled keep-alive connections. Create inside the event loop that uses
+    it; :meth:`aclose` closes every connection."""
+
+    def __init__(self, *, connect_timeout_s: float | None = None) -> None:
+        self.connect_timeout_s = connect_timeout_s
+        self._idle: dict[tuple[str, str, int], list[_Conn]] = {}
+        self._all: set[_Conn] = set()
+        self._ssl: ssl.SSLContext | None = None
+
+    @staticmethod
+    def endpoint(url: str, headers: dict[str, str], method: str = "POST") -> Endpoint:
+        """Prepare ``METHOD url`` with ``headers``; a bad URL or header raises ValueError."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        default = (parts.scheme == "https" and port == 443) or (
+            parts.scheme == "http" and port == 80
+        )
+        host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {host if default else f'{host}:{port}'}"]
+        given = {k.lower() for k in headers}
+        if "accept" not in given:
+            lines.append("Accept: */*")
+        for k, v in headers.items():
+            if k.lower() in ("host", "content-length", "transfer-encoding", "connection"):
+                continue
+            if any(c in k + v for c in "\r\n\0") or not k or ":" in k:
+                raise ValueError(f"header {k!r} has a character that HTTP does not allow")
+            lines.append(f"{k}: {v}")
+        try:
+            head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"a header is not Latin-1 text: {exc}") from None
+        return Endpoint((parts.scheme, parts.hostname, port), head, method)
+
+    async def request(self, ep: Endpoint, body: bytes = b"", sink: Sink | None = None) -> Reply:
+        """Send ``body`` and feed the reply's body to ``sink`` as it arrives (without a sink,
+        or for a status ≥ 400, the body is kept instead); returns when the sink says stop or
+        the reply ends. After a stop the rest of the reply is read and dropped, and the
+        connection is reused once it ends (``[DONE]`` comes just before a stream's last chunk).
+        Raises :class:`ConnectError`, :class:`StreamTruncated` or :class:`ProtocolError`."""
+        if body or ep.method != "GET":
+            data = ep.head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        else:
+            data = ep.head + b"\r\n"
+        for _ in range(2):
+            conn = self._take(ep.key) or await self._open(ep.key)
+            waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+            conn.send(data, waiter, sink)
+            try:
+                reply = await waiter
+            except _Stale:
+                continue
+            except BaseException:  # cancelled (Ctrl-C, the stall watchdog): the exchange is lost
+                conn.close()
+                raise
+            return reply
+        raise StreamTruncated("the server closed two connections before replying")
+
+    def _take(self, key: tuple[str, str, int]) -> _Conn | None:
+        idle = self._idle.get(key)
+        now = time.monotonic()
+        while idle:
+            conn = idle.pop()
+            if conn.closed or conn.transport is None or conn.transport.is_closing():
+                continue
+            if now - conn.idle_since > IDLE_S:
+                conn.close()
+                continue
+            return conn
+        return None
+
+    async def _open(self, key: tuple[str, str, int]) -> _Conn:
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        ctx = None
+        if scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            ctx = self._ssl
+        conn = _Conn(self, key)
+        try:
+            await asyncio.wait_for(
+                loop.create_connection(lambda: conn, host, port, ssl=ctx),
+                self.connect_timeout_s,
+            )
+        except asyncio.TimeoutError:
+            raise ConnectError(f"cannot connect to {host}:{port}: timed out") from None
+        except OSError as exc:
+            raise ConnectError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
+        self._all.add(conn)
+        return conn
+
+    def _release(self, conn: _Conn) -> None:
+        conn.idle_since = time.monotonic()
+        self._idle.setdefault(conn.key, []).append(conn)
+
+    def _forget(self, conn: _Conn) -> None:
+        self._all.discard(conn)
+
+    async def aclose(self) -> None:
+        """Close every connection and wait until each is closed."""
+        conns = list(self._all)
+        self._idle.clear()
+        for c in conns:
+            c.close()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(c.wait_closed() for c in conns)), 5.0)

@@ -1,0 +1,346 @@
+"""The bench's HTTP client against real sockets on 127.0.0.1: raw asyncio servers that send
+exactly the bytes under test (chunked, length- and close-delimited bodies, interim replies,
+drops, garbage, idle closes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from alphagate.bench.http import (
+    ConnectError,
+    ProtocolError,
+    StreamClient,
+    StreamTruncated,
+)
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, dict[str, Any]], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def raw_server(handler: Handler) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """A server that hands each connection to ``handler``; yields its URL and shared counters."""
+    stats: dict[str, Any] = {"connections": 0, "requests": [], "writers": []}
+
+    async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        stats["connections"] += 1
+        stats["writers"].append(w)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await handler(r, w, stats)
+
+    server = await asyncio.start_server(on_conn, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", stats
+    finally:
+        server.close()
+        for w in stats["writers"]:
+            w.close()
+        await server.wait_closed()
+
+
+async def read_request(r: asyncio.StreamReader, stats: dict[str, Any]) -> bytes:
+    head = await r.readuntil(b"\r\n\r\n")
+    n = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    body = await r.readexactly(n)
+    stats["requests"].append(head + body)
+    return body
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def sse_forever(
+    r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+) -> None:
+    """Keep-alive: every request gets three events and [DONE] as separate chunks."""
+    while True:
+        await read_request(r, stats)
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+        w.write(b"Transfer-Encoding: chunked\r\n\r\n")
+        for i in range(3):
+            w.write(chunk(b'data: {"i": %d}\n\n' % i))
+            await w.drain()
+            await asyncio.sleep(0.001)
+        w.write(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await w.drain()
+
+
+def collect(into: list[bytes], stop_on: bytes | None = b"[DONE]") -> Callable[[bytes, float], bool]:
+    def sink(data: bytes, t: float) -> bool:
+        assert t > 0
+        into.append(data)
+        return stop_on is not None and stop_on in data
+
+    return sink
+
+
+def test_streams_reuse_one_connection_and_close_cleanly() -> None:
+    async def go() -> None:
+        async with raw_server(sse_forever) as (url, stats):
+            client = StreamClient(connect_timeout_s=5)
+            ep = client.endpoint(url + "/v1/completions", {"Authorization": "Bearer x"})
+            for n in range(5):
+                got: list[bytes] = []
+                reply = await client.request(ep, b'{"n": %d}' % n, collect(got))
+                assert reply.status == 200 and reply.stopped
+                assert b"".join(got).count(b"data: ") == 4
+                await asyncio.sleep(0.01)  # the last chunk arrives; the connection is idle
+            assert stats["connections"] == 1
+            assert len(stats["requests"]) == 5
+            first = stats["requests"][0]
+            assert first.startswith(b"POST /v1/completions HTTP/1.1\r\n")
+            assert b"Authorization: Bearer x\r\n" in first and first.endswith(b'{"n": 0}')
+            await client.aclose()
+            assert not client._all
+
+    asyncio.run(go())
+
+
+def test_concurrent_streams_open_one_connection_each() -> None:
+    async def go() -> None:
+        async with raw_server(sse_forever) as (url, stats):
+            client = StreamClient()
+            ep = client.endpoint(url, {})
+            outs: list[list[bytes]] = [[] for _ in range(8)]
+            replies = await asyncio.gather(*(client.request(ep, b"{}", collect(o)) for o in outs))
+            assert all(r.stopped for r in replies)
+            assert stats["connections"] == 8
+            assert all(b"".join(o).count(b"data: ") == 4 for o in outs)
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_error_status_keeps_the_body_and_no_sink_call() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        while True:
+            await read_request(r, stats)
+            body = b'{"error": {"message": "model not found"}}'
+            w.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            await w.drain()
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, stats):
+            client = StreamClient()
+            got: list[bytes] = []
+            reply = await client.request(client.endpoint(url, {}), b"{}", collect(got))
+            assert reply.status == 404 and not reply.stopped
+            assert b"model not found" in reply.body and got == []
+            # the connection was complete and is reused
+            reply = await client.request(client.endpoint(url, {}), b"{}", collect(got))
+            assert reply.status == 404 and stats["connections"] == 1
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_get_collects_a_close_delimited_body() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        stats["requests"].append(await r.readuntil(b"\r\n\r\n"))
+        w.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+        for part in (b"# HELP x\n", b"x 1\n", b"y 2\n"):
+            w.write(part)
+            await w.drain()
+            await asyncio.sleep(0.001)
+        w.close()
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, stats):
+            client = StreamClient()
+            reply = await client.request(client.endpoint(url + "/metrics", {}, "GET"))
+            assert reply.status == 200 and reply.body == b"# HELP x\nx 1\ny 2\n"
+            assert stats["requests"][0].startswith(b"GET /metrics HTTP/1.1\r\n")
+            assert b"Content-Length" not in stats["requests"][0]
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_an_interim_100_reply_is_skipped() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        await read_request(r, stats)
+        w.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await w.drain()
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        w.write(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await w.drain()
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, _):
+            client = StreamClient()
+            got: list[bytes] = []
+            reply = await client.request(client.endpoint(url, {}), b"{}", collect(got))
+            assert reply.status == 200 and reply.stopped and got == [b"data: [DONE]\n\n"]
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_a_stream_cut_mid_body_is_truncated_and_what_came_is_kept() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        await read_request(r, stats)
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        w.write(chunk(b'data: {"i": 0}\n\n'))
+        await w.drain()
+        await asyncio.sleep(0.01)
+        w.transport.abort()
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, _):
+            client = StreamClient()
+            got: list[bytes] = []
+            with pytest.raises(StreamTruncated, match="closed before the reply ended"):
+                await client.request(client.endpoint(url, {}), b"{}", collect(got))
+            assert got == [b'data: {"i": 0}\n\n']
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_a_reply_that_is_not_http_is_a_protocol_error() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        await read_request(r, stats)
+        w.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
+        await w.drain()
+        await asyncio.sleep(1)
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, _):
+            client = StreamClient()
+            with pytest.raises(ProtocolError):
+                await client.request(client.endpoint(url, {}), b"{}", collect([]))
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_a_refused_connection_names_host_and_port() -> None:
+    async def go() -> None:
+        async with raw_server(sse_forever) as (url, _):
+            pass  # closed: nothing listens on the port any more
+        client = StreamClient(connect_timeout_s=2)
+        port = url.rsplit(":", 1)[1]
+        with pytest.raises(ConnectError, match=f"127.0.0.1:{port}"):
+            await client.request(client.endpoint(url, {}), b"{}", collect([]))
+        await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_an_idle_connection_closed_by_the_server_is_not_reused() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        await read_request(r, stats)
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await w.drain()
+        await asyncio.sleep(0.02)
+        w.close()  # idle timeout, without a Connection: close header
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, stats):
+            client = StreamClient()
+            ep = client.endpoint(url, {}, "GET")
+            assert (await client.request(ep)).body == b"ok"
+            await asyncio.sleep(0.1)
+            assert (await client.request(ep)).body == b"ok"
+            assert stats["connections"] == 2 and len(stats["requests"]) == 2
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_a_reused_connection_that_closes_before_replying_is_retried_once() -> None:
+    """The keep-alive race: the server closes a connection as the next request goes out on it
+    (here: it reads the second request and closes without a byte). That request goes out again
+    on a new connection; a connection that dies the same way twice is an error."""
+
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        await read_request(r, stats)
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await w.drain()
+        await read_request(r, stats)
+        w.transport.abort()
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, stats):
+            client = StreamClient()
+            ep = client.endpoint(url, {}, "GET")
+            assert (await client.request(ep)).body == b"ok"
+            assert (await client.request(ep)).body == b"ok"  # retried on a second connection
+            assert stats["connections"] == 2 and len(stats["requests"]) == 3
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_cancelling_a_request_closes_its_connection() -> None:
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        await read_request(r, stats)
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await w.drain()
+        await asyncio.sleep(30)  # a stall
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, _):
+            client = StreamClient()
+            task = asyncio.create_task(client.request(client.endpoint(url, {}), b"{}", collect([])))
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.sleep(0.01)
+            assert not client._all  # closed, not pooled
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "why"),
+    [
+        ("ftp://127.0.0.1/x", {}, "not an http"),
+        ("http:///x", {}, "not an http"),
+        ("http://127.0.0.1:8000", {"X-Bad": "a\r\nInjected: yes"}, "X-Bad"),
+        ("http://127.0.0.1:8000", {"X-Key": "clé€"}, "Latin-1"),
+    ],
+)
+def test_bad_urls_and_headers_are_refused_before_sending(
+    url: str, headers: dict[str, str], why: str
+) -> None:
+    with pytest.raises(ValueError, match=why):
+        StreamClient.endpoint(url, headers)
+
+
+def test_the_request_head() -> None:
+    ep = StreamClient.endpoint("http://example.org/v1/chat/completions?x=1", {"Accept": "text/x"})
+    assert ep.key == ("http", "example.org", 80)
+    assert ep.head == (
+        b"POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: example.org\r\nAccept: text/x\r\n"
+    )
+    ep = StreamClient.endpoint("https://[::1]:8443/", {})
+    assert ep.key == ("https", "::1", 8443)
+    assert b"Host: [::1]:8443\r\n" in ep.head and b"Accept: */*\r\n" in ep.head
