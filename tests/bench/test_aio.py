@@ -50,3 +50,12 @@ def test_a_process_that_froze_its_objects_or_disabled_collection_keeps_that() ->
     finally:
         gc.set_threshold(*before)
         gc.unfreeze()
+
+
+def test_the_loop_is_uvloop_where_it_is_installed() -> None:
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed on this platform")
+
+    async def loop_type() -> type:
+        return type(asyncio.get_running_loop())
+
+    assert issubclass(aio.run(loop_type()), uvloop.Loop)

@@ -105,3 +105,30 @@ def test_a_killed_worker_is_reported_and_its_records_kept() -> None:
     assert 3 <= len(got) < 40  # the other worker finished its share; the killed one's rest is lost
     assert len({r.id for r in got}) == len(got) and all(r.ok for r in got)
     assert result.failure(0.05) is not None  # the run says the load was not sent as asked
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+def test_sigterm_to_one_worker_interrupts_the_run_and_keeps_every_record() -> None:
+    """SIGTERM is a request to stop, not a death: the run ends as on Ctrl-C (interrupted,
+    nothing reported as a failure), with every completed record summarised."""
+    prompts, _ = load_prompts("synthetic:in=8,out=24", 40, 0)
+    cfg = BenchConfig(
+        targets=(("default", ""),),
+        levels=(Level(label="c4", concurrency=4),),
+        num_prompts=40,
+        scrape_metrics=False,
+    )
+    got: list[RequestRecord] = []
+
+    def sink(rec: RequestRecord) -> None:
+        got.append(rec)
+        if len(got) == 3:
+            os.kill(_worker_pids()[0], signal.SIGTERM)
+
+    with twin(SLOW) as (url, _):
+        cfg = cfg.model_copy(update={"targets": (("default", url),)})
+        result = run_bench(cfg, prompts, run_id="term", sink=sink, workers=2)
+    assert result.interrupted and result.stop_reason == "interrupted"
+    assert result.worker_failures == []
+    assert 3 <= len(got) < 40 and all(r.ok for r in got)
+    assert result.levels[0].overall.completed == len(got)

@@ -142,7 +142,7 @@ def test_sigterm_stops_every_worker_and_keeps_the_records(tmp_path: Path, group:
     recs = [json.loads(x) for x in records.read_text().splitlines()]
     assert 4 <= len(recs) < 200 and all(r["error_type"] is None for r in recs)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["interrupted"] is True and summary["worker_failures"] == []
+    assert summary["interrupted"] is True and summary["worker_failures"] == [], stderr
     assert summary["levels"][0]["overall"]["completed"] == len(recs)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # the whole session ends: workers and their forkserver

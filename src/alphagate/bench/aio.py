@@ -1,4 +1,11 @@
-"""The bench client's event loop, with the cyclic garbage collector kept off the hot path.
+"""The bench client's event loop: uvloop where installed, with the cyclic garbage collector kept
+off the hot path.
+
+uvloop (https://github.com/MagicStack/uvloop, a dependency except on Windows) runs the loop's
+machinery — readiness polling, callbacks, socket reads — in C (libuv), where asyncio's selector
+loop runs five Python frames per network read; on the bench's streams that is 5–25% of the
+client's CPU (``benchmarks/bench_client_cli.py``). Anything else — a platform without it —
+gets asyncio's own loop; the client's code is the same on both.
 
 A bench keeps every finished record, so the heap grows all run long, and CPython's generational
 collector (https://docs.python.org/3/library/gc.html) rescans it again and again: at the default
@@ -47,7 +54,11 @@ def run(main: Coroutine[Any, Any, T]) -> T:
             _saved = (thresholds, froze)
         _depth += 1
     try:
-        return asyncio.run(main)
+        try:
+            import uvloop
+        except ImportError:
+            return asyncio.run(main)
+        return uvloop.run(main)
     finally:
         with _lock:
             _depth -= 1

@@ -84,7 +84,8 @@ def _synthetic(spec: str, n: int, rng: np.random.Generator) -> list[Prompt]:
     n_in, n_out = int(m.group(1)), int(m.group(2))
     if n_in < 1 or n_out < 1:
         raise DatasetError(f"{spec!r}: in and out must be >= 1")
-    return [Prompt(synthetic_text(n_in, rng), None, None, n_out, ignore_eos=True) for _ in range(n)]
+    words = np.asarray(VOCAB)[rng.integers(0, len(VOCAB), (n, n_in))]  # = n draws in turn
+    return [Prompt(" ".join(w), None, None, n_out, ignore_eos=True) for w in words.tolist()]
 
 
 def synthetic_text(n_words: int, rng: np.random.Generator) -> str:

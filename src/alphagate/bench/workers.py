@@ -21,11 +21,13 @@ are split over the workers still alive.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -108,6 +110,7 @@ class _Worker:
     received: int = 0  # records received in the current level
     share: int = 0  # requests in its share of the current level
     busy: bool = False  # its share of the current level is not done
+    terminated: bool = False  # it received SIGTERM: it stops, and so does the run
 
 
 @dataclass
@@ -163,6 +166,7 @@ class WorkerPool:
         self._t0_wall = t0_wall
         self.workers: list[_Worker] = []
         self.failures: list[str] = []
+        self._interrupting = False  # a worker's SIGTERM has interrupted the run
         self._level: _Level | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -190,6 +194,7 @@ class WorkerPool:
         read (up to a few seconds) and handed to ``runner``; then the processes are joined, or
         killed when they do not exit."""
         deadline = time.monotonic() + _ABORT_S
+        self._interrupting = True  # the run is over: a worker's SIGTERM interrupts nothing more
         for w in self.alive:
             with contextlib.suppress(OSError, ValueError):
                 w.conn.send(("abort",) if abort else ("exit",))
@@ -266,6 +271,23 @@ class WorkerPool:
             self._settle(w)
         elif kind == b"E":
             self.failures.append(f"worker {w.number} failed: {body.decode(errors='replace')}")
+        elif kind == b"T":
+            self._terminated(w, runner)
+
+    def _terminated(self, w: _Worker, runner: BenchRunner | None) -> None:
+        """SIGTERM reached a worker — most often the whole process group, from ``timeout``,
+        a container runtime or a job scheduler, and this process gets it too: the run stops as
+        on Ctrl-C (every record kept, the summary marked interrupted), and the worker's end is
+        not reported as a death. Off the main thread, where no interrupt can be raised, the run
+        stops as on a limit."""
+        w.terminated = True
+        if self._interrupting:
+            return
+        self._interrupting = True
+        if threading.current_thread() is threading.main_thread():
+            _thread.interrupt_main()  # Ctrl-C's path: asyncio cancels the run, then raises
+        elif runner is not None:
+            runner.stop(f"bench worker {w.number} received SIGTERM")
 
     def _settle(self, w: _Worker) -> None:
         state = self._level
@@ -280,6 +302,9 @@ class WorkerPool:
         w.alive = False
         with contextlib.suppress(ValueError, OSError):
             asyncio.get_running_loop().remove_reader(w.conn.fileno())
+        if w.terminated:  # stopped on SIGTERM, its records sent: the run is being interrupted
+            self._settle(w)
+            return
         w.process.join(1.0)
         state = self._level
         where = "" if state is None else f" during {state.target} {state.label}"
@@ -373,6 +398,8 @@ async def _serve(
 
     def sigterm() -> None:
         terminated.append(True)
+        with contextlib.suppress(OSError, ValueError):
+            conn.send_bytes(b"T")  # before the records still in flight, and before EOF
         abort()
 
     loop.add_signal_handler(signal.SIGTERM, sigterm)
