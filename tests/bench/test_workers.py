@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +134,33 @@ def test_sigterm_to_one_worker_interrupts_the_run_and_keeps_every_record() -> No
     assert result.worker_failures == []
     assert 3 <= len(got) < 40 and all(r.ok for r in got)
     assert result.levels[0].overall.completed == len(got)
+
+
+def test_a_watched_pipe_stays_blocking_for_its_sends() -> None:
+    """The worker pipe is read by the loop and written with blocking sends; uvloop's add_reader
+    makes it non-blocking, and a record message larger than the pipe's buffer then failed with
+    EAGAIN (every worker lost at 1,000 streams). A 1 MB message must get through whole."""
+    import multiprocessing as mp
+    import threading
+
+    from alphagate.bench import aio
+    from alphagate.bench.workers import _watch
+
+    a, b = mp.Pipe()
+    big = b"R" + b"x" * (1 << 20)
+    got: list[bytes] = []
+
+    async def go() -> bool:
+        loop = asyncio.get_running_loop()
+        _watch(loop, a, lambda: None)
+        reader = threading.Thread(target=lambda: (time.sleep(0.2), got.append(b.recv_bytes())))
+        reader.start()
+        a.send_bytes(big)  # blocks until the reader has taken it all
+        await asyncio.to_thread(reader.join)
+        loop.remove_reader(a.fileno())
+        return os.get_blocking(a.fileno())
+
+    assert aio.run(go()) is True
+    assert got == [big]
+    a.close()
+    b.close()

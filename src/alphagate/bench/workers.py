@@ -30,6 +30,7 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -133,6 +134,17 @@ def _context() -> Any:  # a ForkServerContext or SpawnContext (the former POSIX 
     return mp.get_context("spawn")
 
 
+def _watch(
+    loop: asyncio.AbstractEventLoop, conn: Connection, callback: Callable[..., None], *args: Any
+) -> None:
+    """``loop.add_reader`` for a pipe that is also written with blocking ``send_bytes``.
+    uvloop (libuv's ``uv_poll_init``) switches the descriptor to non-blocking, and a full pipe
+    would then fail a send with EAGAIN instead of waiting for the reader: it is switched back
+    (readiness polling does not need it non-blocking)."""
+    loop.add_reader(conn.fileno(), callback, *args)
+    os.set_blocking(conn.fileno(), True)
+
+
 def _exit_status(code: int | None) -> str:
     if code is None:
         return "no exit status (still running; killed)"
@@ -232,7 +244,7 @@ class WorkerPool:
         for w, share in zip(alive, shares, strict=False):
             w.received, w.share, w.busy = 0, int(share.indices.size), True
             state.pending.add(w.number)
-            loop.add_reader(w.conn.fileno(), self._readable, w)
+            _watch(loop, w.conn, self._readable, w)
             try:
                 w.conn.send(("level", target, url, level, runner.model, share, start_wall))
             except (OSError, ValueError):
@@ -394,7 +406,7 @@ async def _serve(
         except (EOFError, OSError):
             abort()  # the coordinator is gone: send nothing more
 
-    loop.add_reader(conn.fileno(), readable)
+    _watch(loop, conn, readable)
 
     def sigterm() -> None:
         terminated.append(True)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import Field
 
 from alphagate.measure.estimate import AcceptanceEstimate, Batch, estimate
@@ -114,6 +113,9 @@ def parse_spec_counters(
     Raises ``ValueError`` when the text is not Prometheus exposition, or a counter is negative,
     NaN or infinite.
     """
+    # imported here: the package's exposition side (http.server, wsgiref) costs a CLI's start
+    from prometheus_client.parser import text_string_to_metric_families
+
     c = SpecCounters()
     for fam in text_string_to_metric_families(text):
         name = _family_name(fam.name)
