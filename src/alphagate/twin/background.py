@@ -11,7 +11,7 @@ from aiohttp import web
 
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine
-from alphagate.twin.server import ENGINE_KEY, create_app
+from alphagate.twin.server import ENGINE_KEY, LISTEN_BACKLOG, create_app
 
 __all__ = ["serve_in_thread", "twin_in_thread"]
 
@@ -46,7 +46,7 @@ def serve_in_thread(
             shutdown_timeout=SHUTDOWN_TIMEOUT_S,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
         await site.start()
         state["runner"] = runner
         state["port"] = runner.addresses[0][1]
