@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +26,9 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, dict[str, Any]],
 
 
 @contextlib.asynccontextmanager
-async def raw_server(handler: Handler) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def raw_server(
+    handler: Handler, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """A server that hands each connection to ``handler``; yields its URL and shared counters."""
     stats: dict[str, Any] = {"connections": 0, "requests": [], "writers": []}
 
@@ -32,10 +38,10 @@ async def raw_server(handler: Handler) -> AsyncIterator[tuple[str, dict[str, Any
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             await handler(r, w, stats)
 
-    server = await asyncio.start_server(on_conn, "127.0.0.1", 0)
+    server = await asyncio.start_server(on_conn, "127.0.0.1", 0, ssl=tls)
     port = server.sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}", stats
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}", stats
     finally:
         server.close()
         for w in stats["writers"]:
@@ -344,3 +350,38 @@ def test_the_request_head() -> None:
     ep = StreamClient.endpoint("https://[::1]:8443/", {})
     assert ep.key == ("https", "::1", 8443)
     assert b"Host: [::1]:8443\r\n" in ep.head and b"Accept: */*\r\n" in ep.head
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command for a cert")
+def test_https_verifies_the_certificate_and_streams_when_it_is_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+
+    async def go() -> None:
+        async with raw_server(sse_forever, tls) as (url, _):
+            assert url.startswith("https://")
+            ep = StreamClient.endpoint(url, {})
+            untrusted = StreamClient()
+            with pytest.raises(ConnectError, match=r"CERTIFICATE_VERIFY_FAILED|certificate"):
+                await untrusted.request(ep, b"{}", collect([]))
+            await untrusted.aclose()
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # OpenSSL's default trust store
+            trusted = StreamClient()
+            got: list[bytes] = []
+            reply = await trusted.request(ep, b"{}", collect(got))
+            assert reply.status == 200 and b"".join(got).count(b"data: ") == 4
+            await trusted.aclose()
+
+    asyncio.run(go())
