@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,32 +77,37 @@ def _worker_pids() -> list[int]:
     return sorted(p for p, pp in parents.items() if pp in servers)
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
-def test_a_killed_worker_is_reported_and_its_records_kept() -> None:
+def _signal_a_worker(sig: signal.Signals) -> tuple[Any, list[RequestRecord], int]:
+    """40 requests at concurrency 4 from 2 workers on a slow twin; ``sig`` goes to the first
+    worker once 3 records are in. (result, every record handed to the sink, the worker's pid)."""
     prompts, _ = load_prompts("synthetic:in=8,out=24", 40, 0)
-    cfg = BenchConfig(
-        targets=(("default", ""),),
-        levels=(Level(label="c4", concurrency=4),),
-        num_prompts=40,
-        scrape_metrics=False,
-    )
     got: list[RequestRecord] = []
-    killed: list[int] = []
+    victims: list[int] = []
 
     def sink(rec: RequestRecord) -> None:
         got.append(rec)
         if len(got) == 3:
-            victim = _worker_pids()[0]
-            os.kill(victim, signal.SIGKILL)
-            killed.append(victim)
+            victims.append(_worker_pids()[0])
+            os.kill(victims[0], sig)
 
     with twin(SLOW) as (url, _):
-        cfg = cfg.model_copy(update={"targets": (("default", url),)})
-        result = run_bench(cfg, prompts, run_id="kill", sink=sink, workers=2)
-    assert killed
+        cfg = BenchConfig(
+            targets=(("default", url),),
+            levels=(Level(label="c4", concurrency=4),),
+            num_prompts=40,
+            scrape_metrics=False,
+        )
+        result = run_bench(cfg, prompts, run_id=sig.name, sink=sink, workers=2)
+    assert victims
+    return result, got, victims[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+def test_a_killed_worker_is_reported_and_its_records_kept() -> None:
+    result, got, killed = _signal_a_worker(signal.SIGKILL)
     assert len(result.worker_failures) == 1, result.worker_failures
     why = result.worker_failures[0]
-    assert f"pid {killed[0]}" in why and "SIGKILL" in why and "c4" in why
+    assert f"pid {killed}" in why and "SIGKILL" in why and "c4" in why
     level = result.levels[0]
     assert level.overall.completed + level.overall.failed == len(got)  # every record summarised
     assert 3 <= len(got) < 40  # the other worker finished its share; the killed one's rest is lost
@@ -113,23 +119,7 @@ def test_a_killed_worker_is_reported_and_its_records_kept() -> None:
 def test_sigterm_to_one_worker_interrupts_the_run_and_keeps_every_record() -> None:
     """SIGTERM is a request to stop, not a death: the run ends as on Ctrl-C (interrupted,
     nothing reported as a failure), with every completed record summarised."""
-    prompts, _ = load_prompts("synthetic:in=8,out=24", 40, 0)
-    cfg = BenchConfig(
-        targets=(("default", ""),),
-        levels=(Level(label="c4", concurrency=4),),
-        num_prompts=40,
-        scrape_metrics=False,
-    )
-    got: list[RequestRecord] = []
-
-    def sink(rec: RequestRecord) -> None:
-        got.append(rec)
-        if len(got) == 3:
-            os.kill(_worker_pids()[0], signal.SIGTERM)
-
-    with twin(SLOW) as (url, _):
-        cfg = cfg.model_copy(update={"targets": (("default", url),)})
-        result = run_bench(cfg, prompts, run_id="term", sink=sink, workers=2)
+    result, got, _ = _signal_a_worker(signal.SIGTERM)
     assert result.interrupted and result.stop_reason == "interrupted"
     assert result.worker_failures == []
     assert 3 <= len(got) < 40 and all(r.ok for r in got)

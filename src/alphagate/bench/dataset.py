@@ -84,15 +84,19 @@ def _synthetic(spec: str, n: int, rng: np.random.Generator) -> list[Prompt]:
     n_in, n_out = int(m.group(1)), int(m.group(2))
     if n_in < 1 or n_out < 1:
         raise DatasetError(f"{spec!r}: in and out must be >= 1")
-    words = np.asarray(VOCAB)[rng.integers(0, len(VOCAB), (n, n_in))]  # = n draws in turn
-    return [Prompt(" ".join(w), None, None, n_out, ignore_eos=True) for w in words.tolist()]
+    return [Prompt(t, None, None, n_out, ignore_eos=True) for t in synthetic_texts(n, n_in, rng)]
+
+
+def synthetic_texts(n: int, n_words: int, rng: np.random.Generator) -> list[str]:
+    """``n`` texts of :func:`synthetic_text`, drawn in one call (the same words as ``n`` calls)."""
+    words = np.asarray(VOCAB)[rng.integers(0, len(VOCAB), (n, n_words))]
+    return [" ".join(w) for w in words.tolist()]
 
 
 def synthetic_text(n_words: int, rng: np.random.Generator) -> str:
     """``n_words`` words drawn from a small vocabulary: about one token each on most tokenizers
     (exactly one on the twin)."""
-    words = np.asarray(VOCAB)
-    return " ".join(words[rng.integers(0, words.size, n_words)])
+    return synthetic_texts(1, n_words, rng)[0]
 
 
 def jsonl_entries(

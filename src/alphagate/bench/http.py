@@ -1,21 +1,22 @@
 """The bench's HTTP client: HTTP/1.1 on an asyncio protocol, parsed by llhttp (``httptools``).
 
-Why not aiohttp, as elsewhere in alphagate (the live ``measure`` scraper, the twin's server): a streamed
-reply arrives as one network read per engine step per request, and aiohttp hands each read to the
-reading coroutine through its ``StreamReader`` — a buffer append, a waiter woken with
-``call_soon``, a task step, ``readany`` — before our code sees a byte. Profiled over 20,000
+Why not aiohttp, as elsewhere in alphagate (the live ``measure`` scraper, the twin's server): a
+streamed reply arrives as one network read per engine step per request, and aiohttp hands each
+read to the reading coroutine through its ``StreamReader`` — a buffer append, a waiter woken
+with ``call_soon``, a task step, ``readany`` — before our code sees a byte. Profiled over 20,000
 streamed requests, that path and the loop's scheduling of it took over half of the client's CPU.
 Here the bytes go from ``data_received`` through llhttp's chunked decoding straight into the
 caller's ``sink`` inside the same callback; the awaiting task wakes once per request, when the
 stream is done.
 
 What it does, and only that: ``POST`` (streamed) and ``GET`` (``/v1/models``, ``/metrics``) to
-``http://`` or ``https://`` (the default TLS context, as aiohttp does), keep-alive connections pooled per host and reused, chunked,
-length-delimited and close-delimited bodies; no proxies, redirects or compression (the bench asks
-for none). A pooled connection idle for :data:`IDLE_S` is dropped rather than reused (uvicorn,
-which vLLM and SGLang serve with, closes idle keep-alive connections after 5 s), and a reused
-connection that closes before a single byte of the reply is retried once on a new one: the server
-closed it while idle and never saw the request (RFC 9112 §9.3.1).
+``http://`` or ``https://`` (the default TLS context, as aiohttp does), keep-alive connections
+pooled per host and reused, chunked, length-delimited and close-delimited bodies; no proxies,
+redirects or compression (the bench asks for none). A pooled connection idle for :data:`IDLE_S`
+is dropped rather than reused (uvicorn, which vLLM and SGLang serve with, closes idle keep-alive
+connections after 5 s), and a reused connection that closes before a single byte of the reply is
+retried once on a new one: the server closed it while idle and never saw the request (RFC 9112
+§9.3.1).
 """
 
 from __future__ import annotations
@@ -197,8 +198,8 @@ class _Stale(Exception):
 
 
 class StreamClient:
-    """Streamed POSTs over pooled keep-alive connections. Create inside the event loop that uses
-    it; :meth:`aclose` closes every connection."""
+    """Requests (streamed POSTs, whole-body GETs) over pooled keep-alive connections. Create
+    inside the event loop that uses it; :meth:`aclose` closes every connection."""
 
     def __init__(self, *, connect_timeout_s: float | None = None) -> None:
         self.connect_timeout_s = connect_timeout_s

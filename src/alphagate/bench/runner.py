@@ -337,9 +337,14 @@ class BenchRunner:
         try:
             ep = StreamClient.endpoint(url, _headers(self.cfg), "GET")
             reply = await asyncio.wait_for(self._client().request(ep), self.cfg.timeout_s)
-        except (ConnectError, StreamTruncated, ProtocolError, OSError, ValueError):
-            return None
-        except asyncio.TimeoutError:
+        except (
+            ConnectError,
+            StreamTruncated,
+            ProtocolError,
+            OSError,
+            ValueError,
+            asyncio.TimeoutError,
+        ):
             return None
         return reply.body if reply.status == 200 else None
 
