@@ -246,6 +246,39 @@ def test_console_script_and_module_entry_points() -> None:
     assert "--alpha" in bad.stderr and "Traceback" not in bad.stderr
 
 
+_LOADED = """\
+import json, sys
+from alphagate.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("alphagate.cli.") and m[14] != "_")))
+"""
+
+
+def test_the_entry_point_loads_only_the_verb_it_runs() -> None:
+    from alphagate.cli import VERBS
+
+    def loaded(*args: str) -> tuple[list[str], str]:
+        out = subprocess.run(
+            [sys.executable, "-c", _LOADED, *args], capture_output=True, text=True, check=True
+        )
+        *printed, modules = out.stdout.strip().splitlines()
+        return json.loads(modules), "\n".join(printed)
+
+    mods, printed = loaded("model", "breakeven", "--k", "3", "--json")
+    assert mods == ["alphagate.cli.model"]
+    assert json.loads(printed)["verb"] == "model breakeven"
+    # the whole command line where no verb is named: every verb listed, in VERBS' order
+    mods, printed = loaded("--help")
+    assert mods == sorted(f"alphagate.cli.{m}" for m in VERBS.values())
+    listed = [ln.split()[0] for ln in printed.split("Commands:")[1].splitlines() if ln.strip()]
+    assert sorted(listed) == sorted(VERBS)
+    mods, _ = loaded("no-such-verb")
+    assert len(mods) == len(VERBS)
+
+
 def test_demo_runs_the_whole_workflow(demo_run: tuple[Path, str]) -> None:
     cwd, output = demo_run
     assert "Speedup (exact)" in output

@@ -38,7 +38,6 @@ __all__ = [
     "float_list",
     "int_list",
     "json_dumps",
-    "main",
     "print_json",
     "show",
     "status",
@@ -233,8 +232,3 @@ def _root(
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
-
-
-def main() -> None:
-    """Console-script entry point."""
-    app()
