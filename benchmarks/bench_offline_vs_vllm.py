@@ -119,6 +119,22 @@ def main() -> None:
     print(
         f"offline ρ = {r.overall.draft_acceptance_rate:.3f}, τ = {r.overall.mean_acceptance_length:.3f}"
     )
+    # The work each side does, in target token-positions: the server prefills each prompt and
+    # then verifies K drafts + 1 per engine step (the predicted steps equal vLLM's num_drafts,
+    # see the agreement table in the README); the replay runs each request once, plus K − 1
+    # positions past its output. Both are compute-bound on a CPU, so the wall-time ratio cannot
+    # exceed the work ratio by more than the two sides' efficiency per position; on a GPU a
+    # decode step costs about as much as a prefill of many positions, and the ratio is large.
+    d = r.offline
+    assert d is not None
+    steps = d.overall.by_k[K - 1].num_drafts
+    serve_work = d.prompt_tokens + steps * (K + 1)
+    replay_work = d.prompt_tokens + d.output_tokens + d.requests_used * (K - 1)
+    print(
+        f"target positions computed: serving {serve_work:,.0f} (prompts {d.prompt_tokens:,} + "
+        f"{steps:,.0f} steps × {K + 1}), replay {replay_work:,} — serving does "
+        f"{serve_work / replay_work:.2f}× the replay's target work"
+    )
     # the same call again, warm, on one and on two torch threads (vLLM's server used both cores)
     import torch
 
