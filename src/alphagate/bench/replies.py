@@ -140,6 +140,9 @@ class ReplyStream:
         """Take one ``data:`` payload — str, or UTF-8 bytes (the SSE parser's fast path) —
         and return a failure (type, reason) or None."""
         if isinstance(data, bytes):
+            if data == b"[DONE]":  # once per request; orjson would raise on it (~8 µs)
+                self.done = True
+                return None
             # the hot path: orjson parses the bytes as received; anything but a JSON object
             # ([DONE], not JSON, invalid UTF-8) is taken as text, as it always was
             try:
