@@ -1,4 +1,5 @@
-"""Run every ``benchmarks/bench_*.py`` in turn (``make bench``)."""
+"""Run every ``benchmarks/bench_*.py`` in turn (``make bench``), or those named:
+``python benchmarks/run_all.py bench_theory bench_startup``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ def main() -> int:
         if selected and path.stem not in selected:
             continue
         print(f"\n=== {path.stem} ===", flush=True)
+        sys.argv = [str(path)]  # each benchmark on its own defaults, not this script's arguments
         runpy.run_path(str(path), run_name="__main__")
     return 0
 
