@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -254,17 +255,25 @@ try:
 except SystemExit:
     pass
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("alphagate.cli.") and m[14] != "_")))
+import os
+print(os.environ.get("OPENBLAS_NUM_THREADS"))
 """
 
 
 def test_the_entry_point_loads_only_the_verb_it_runs() -> None:
     from alphagate.cli import VERBS
 
-    def loaded(*args: str) -> tuple[list[str], str]:
+    def loaded(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
         out = subprocess.run(
-            [sys.executable, "-c", _LOADED, *args], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _LOADED, *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | (env or {}),
         )
-        *printed, modules = out.stdout.strip().splitlines()
+        *printed, modules, blas = out.stdout.strip().splitlines()
+        # numpy's OpenBLAS on one thread unless the user chose
+        assert blas == (env or {}).get("OPENBLAS_NUM_THREADS", "1")
         return json.loads(modules), "\n".join(printed)
 
     mods, printed = loaded("model", "breakeven", "--k", "3", "--json")
@@ -275,7 +284,7 @@ def test_the_entry_point_loads_only_the_verb_it_runs() -> None:
     assert mods == sorted(f"alphagate.cli.{m}" for m in VERBS.values())
     listed = [ln.split()[0] for ln in printed.split("Commands:")[1].splitlines() if ln.strip()]
     assert sorted(listed) == sorted(VERBS)
-    mods, _ = loaded("no-such-verb")
+    mods, _ = loaded("no-such-verb", env={"OPENBLAS_NUM_THREADS": "4"})
     assert len(mods) == len(VERBS)
 
 

@@ -8,11 +8,18 @@ A verb's module registers its command on :data:`alphagate.cli._app.app` when imp
 :func:`main` imports only the module of the verb on its command line (Typer then builds one
 command's parameters, not twenty: ~0.1 s of every start); ``alphagate --help``, an unknown verb,
 and ``from alphagate.cli import app`` get every verb.
+
+It also runs numpy's OpenBLAS on one thread unless ``OPENBLAS_NUM_THREADS`` is set: OpenBLAS
+starts a thread per extra core when numpy is imported, and each spins for ~0.1 s before it
+sleeps (``blas_thread_server``) — 0.08 CPU-seconds of every command on two cores, more on a big
+machine — for matrix products the verbs do not need (the largest, a bootstrap's resample
+weights times per-request counts, is exact in any order). torch uses its own MKL and threads.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -48,6 +55,7 @@ def _verb(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLAS
     args = sys.argv[1:] if argv is None else argv
     verb = _verb(args)
     _load([verb] if verb is not None else list(VERBS))(args=args)
