@@ -25,7 +25,7 @@ from typing import Any
 
 __all__ = ["VERBS", "app", "main"]
 
-#: the verbs in the order ``alphagate --help`` lists them: command name → module
+#: every verb: command name → the module that registers it (imported in this order)
 VERBS: dict[str, str] = {
     "bench": "bench",
     "calibrate": "calibrate",
