@@ -239,7 +239,7 @@ def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_pa
     definition's worth: its own HTTP/1.1 reader stamps each network read as it arrives, where
     aiohttp's path under vLLM's client adds a task wake-up and buffering per chunk, and on this
     machine both clients share the two cores with the CPU-bound server, which runs slower beside
-    the heavier client (fresh-clone runs: ours 6–12% lower on all three; against the twin, whose
+    the heavier client (tier runs: ours 6–18% lower on all three; against the twin, whose
     step times do not depend on the CPU, ours ~1 ms lower on TTFT and level on ITL). A definition
     that differs — ITL per token instead of per chunk (~1.4 tokens per chunk here), TTFT from
     another instant — moves a figure by more than the 25% allowed below.
