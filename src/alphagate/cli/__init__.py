@@ -25,24 +25,24 @@ from typing import Any
 
 __all__ = ["VERBS", "app", "main"]
 
-#: every verb: command name → the module that registers it (imported in this order)
-VERBS: dict[str, str] = {
-    "bench": "bench",
-    "calibrate": "calibrate",
-    "demo": "demo",
-    "gate": "gate",
-    "measure": "measure",
-    "model": "model",
-    "plan": "plan",
-    "report": "report",
-    "simulate": "simulate",
-    "twin": "twin",
-}
+#: every verb, each the name of the module that registers it (imported in this order)
+VERBS: tuple[str, ...] = (
+    "bench",
+    "calibrate",
+    "demo",
+    "gate",
+    "measure",
+    "model",
+    "plan",
+    "report",
+    "simulate",
+    "twin",
+)
 
 
 def _load(verbs: list[str]) -> Any:
     for verb in verbs:
-        importlib.import_module(f"alphagate.cli.{VERBS[verb]}")
+        importlib.import_module(f"alphagate.cli.{verb}")
     from alphagate.cli._app import app
 
     return app
@@ -64,6 +64,4 @@ def main(argv: list[str] | None = None) -> None:
 def __getattr__(name: str) -> Any:
     if name == "app":  # the whole command line, every verb registered
         return _load(list(VERBS))
-    if name in VERBS.values():
-        return importlib.import_module(f"alphagate.cli.{name}")
     raise AttributeError(f"module 'alphagate.cli' has no attribute {name!r}")
