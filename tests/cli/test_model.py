@@ -151,7 +151,20 @@ def test_memory_from_local_config(cli: Cli, tmp_path) -> None:  # type: ignore[n
     path.write_text(json.dumps(cfg))
     d = cli.json("model", "memory", "--target", str(path), "--draft", "eagle3", "--kv-dtype", "fp8")
     assert d["target"]["kv_bytes_per_token"] == 2 * 4 * 2 * 64 * 1
-    assert d["weight_dtype"] == "fp8"
+    assert d["weight_dtype"] == "bf16"  # no quantization_config: the checkpoint's own dtype
+    # an FP8 checkpoint (compressed-tensors, float 8-bit weights) is FP8 unless told otherwise
+    cfg["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}},
+    }
+    path.write_text(json.dumps(cfg))
+    fp8 = cli.json("model", "memory", "--target", str(path), "--draft", "eagle3")
+    assert fp8["weight_dtype"] == "fp8"
+    assert fp8["target"]["weight_bytes"] == pytest.approx(d["target"]["weight_bytes"] / 2, rel=0.05)
+    given = cli.json(
+        "model", "memory", "--target", str(path), "--draft", "eagle3", "--dtype", "bf16"
+    )
+    assert given["weight_dtype"] == "bf16"
 
 
 def test_optimal_k(cli: Cli) -> None:

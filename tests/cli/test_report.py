@@ -128,5 +128,5 @@ def test_the_report_command_reproduces_the_page(
     assert r.exit_code == 0, r.output
     html = out.read_text()
     assert f"alphagate report {results['plan']} --out {out}" in html
-    assert "alphagate plan --model llama-3.3-70b --gpu h100 --dtype fp8" in html
+    assert "alphagate plan --model llama-3.3-70b-fp8 --gpu h100 --dtype fp8" in html
     assert "--class chat:0.7:0.70 --class code:0.3 --concurrency 64 --peak-concurrency 256" in html

@@ -262,7 +262,7 @@ def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_
 
     d = cli.json(
         "gate", "--min-goodput-speedup", "0.01", "--bench", str(tmp_path / "summary.json"),
-        "--min-requests", "10",
+        "--min-requests", "10", "--allow-single-run",
     )  # fmt: skip
     (res,) = d["results"]
     want = good_per_s("candidate") / good_per_s("baseline")
@@ -274,7 +274,7 @@ def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_
     (tmp_path / "tight.json").write_text(json.dumps(tight))
     d = cli.json(
         "gate", "--min-goodput-speedup", "1.0", "--bench", str(tmp_path / "tight.json"),
-        "--min-requests", "10", exit_code=3,
+        "--min-requests", "10", "--allow-single-run", exit_code=3,
     )  # fmt: skip
     assert "unbounded" in d["results"][0]["why"]
     # without an SLO in the runs, goodput cannot be judged: not enough evidence, and why
@@ -303,7 +303,11 @@ def test_evidence_must_be_of_what_the_rule_names(cli: Cli, tmp_path: Path) -> No
     ev.add_side("candidate", 8, ABSide("candidate", _records(200, 0.01, 20, rng), None))
     g = evaluate(RuleSet(rules=[Rule(metric="tpot_speedup", threshold=1.1, concurrency=64)]), ev)
     assert g.decision == "insufficient" and "no A/B at concurrency 64" in g.results[0].why
-    g = evaluate(RuleSet(rules=[Rule(metric="tpot_speedup", threshold=1.1, concurrency=8)]), ev)
+    at8 = [Rule(metric="tpot_speedup", threshold=1.1, concurrency=8)]
+    g = evaluate(RuleSet(rules=at8), ev)
+    # one run per side: its interval cannot see the runs differ, so it decides only when asked
+    assert g.decision == "insufficient" and "one run per side" in g.results[0].why
+    g = evaluate(RuleSet(rules=at8, allow_single_run=True), ev)
     assert g.decision == "pass"
 
     low = _measure_file(tmp_path / "low.json", 0.3, 5000)

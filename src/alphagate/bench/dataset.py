@@ -59,7 +59,12 @@ VOCAB = [
 
 
 class DatasetError(ValueError):
-    """A dataset that cannot be used; the message names the file and line."""
+    """A dataset that cannot be used; the message names the file and line, ``flag`` the option
+    that gave what was wrong."""
+
+    def __init__(self, message: str, flag: str = "--dataset") -> None:
+        super().__init__(message)
+        self.flag = flag
 
 
 @dataclass(frozen=True)
@@ -123,8 +128,10 @@ def jsonl_entries(
     return out
 
 
-def _jsonl(path: Path, strict: bool, problems: list[str]) -> list[Prompt]:
-    return jsonl_entries(path, strict, problems, prompt_of)
+def _jsonl(path: Path, strict: bool, problems: list[str], class_field: str) -> list[Prompt]:
+    return jsonl_entries(
+        path, strict, problems, lambda obj, where: prompt_of(obj, where, class_field=class_field)
+    )
 
 
 def token_count(obj: dict[str, Any], key: str, where: str) -> int | None:
@@ -135,8 +142,11 @@ def token_count(obj: dict[str, Any], key: str, where: str) -> int | None:
     return n
 
 
-def prompt_of(obj: dict[str, Any], where: str, *, text_required: bool = True) -> Prompt:
-    """One dataset (or trace) line: ``prompt`` or ``messages``, ``max_tokens``, ``class``."""
+def prompt_of(
+    obj: dict[str, Any], where: str, *, text_required: bool = True, class_field: str = "class"
+) -> Prompt:
+    """One dataset (or trace) line: ``prompt`` or ``messages``, ``max_tokens``, and the traffic
+    class in ``class_field`` (a string or a number; absent: no class)."""
     prompt, messages = obj.get("prompt"), obj.get("messages")
     if prompt is not None and messages is not None:
         raise DatasetError(f"{where}: give 'prompt' or 'messages', not both")
@@ -148,9 +158,13 @@ def prompt_of(obj: dict[str, Any], where: str, *, text_required: bool = True) ->
         not isinstance(messages, list) or not all(isinstance(x, dict) for x in messages)
     ):
         raise DatasetError(f"{where}: 'messages' must be a list of objects")
-    cls = obj.get("class")
+    cls = obj.get(class_field)
+    if cls is not None and (isinstance(cls, bool) or not isinstance(cls, str | int)):
+        raise DatasetError(f"{where}: the class field {class_field!r} must be a string")
+    if isinstance(cls, str) and not cls.strip():
+        raise DatasetError(f"{where}: the class field {class_field!r} is empty")
     mt = token_count(obj, "max_tokens", where)
-    return Prompt(prompt, messages, None if cls is None else str(cls), mt)
+    return Prompt(prompt, messages, None if cls is None else str(cls).strip(), mt)
 
 
 def _sharegpt(path: Path, problems: list[str]) -> list[Prompt]:
@@ -192,11 +206,26 @@ def _sharegpt(path: Path, problems: list[str]) -> list[Prompt]:
 
 
 def load_prompts(
-    spec: str, n: int, seed: int, *, strict: bool = False
+    spec: str,
+    n: int,
+    seed: int,
+    *,
+    strict: bool = False,
+    class_field: str | None = None,
+    only_class: str | None = None,
 ) -> tuple[list[Prompt], list[str]]:
-    """``n`` prompts from ``spec`` in a seeded order, and the problems found (line-numbered)."""
+    """``n`` prompts from ``spec`` in a seeded order, and the problems found (line-numbered).
+
+    ``class_field``: the JSONL field that names a line's traffic class (default ``class``; a
+    field named here that no line has is an error). ``only_class``: keep that class's lines."""
     rng = np.random.default_rng(seed)
     if spec.startswith("synthetic:"):
+        if class_field is not None or only_class is not None:
+            raise DatasetError(
+                f"{spec}: synthetic prompts have no classes (--class-field and --only-class "
+                "need a JSONL dataset)",
+                "--class-field" if class_field is not None else "--only-class",
+            )
         return _synthetic(spec, n, rng), []
     path = Path(spec)
     if not path.exists():
@@ -206,8 +235,14 @@ def load_prompts(
     problems: list[str] = []
     try:
         if path.suffix.lower() == ".jsonl":
-            pool = _jsonl(path, strict, problems)
+            pool = _jsonl(path, strict, problems, class_field or "class")
         else:
+            if class_field is not None or only_class is not None:
+                raise DatasetError(
+                    f"{path}: a ShareGPT file has no class field (--class-field and --only-class "
+                    "need a JSONL dataset)",
+                    "--class-field" if class_field is not None else "--only-class",
+                )
             pool = _sharegpt(path, problems)
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
@@ -215,6 +250,16 @@ def load_prompts(
         raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not pool:
         raise DatasetError(f"{path}: no usable prompts" + (f" ({problems[0]})" if problems else ""))
+    seen = sorted({p.cls for p in pool if p.cls is not None})
+    if class_field is not None and not seen:
+        raise DatasetError(f"{path}: no line has the class field {class_field!r}", "--class-field")
+    if only_class is not None:
+        pool = [p for p in pool if p.cls == only_class]
+        if not pool:
+            found = ", ".join(seen) if seen else "none"
+            raise DatasetError(
+                f"{path}: no line of class {only_class!r} (classes found: {found})", "--only-class"
+            )
     order = rng.permutation(len(pool))
     reps = -(-n // len(pool))
     idx = np.concatenate([order] * reps)[:n]

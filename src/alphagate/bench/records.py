@@ -8,6 +8,7 @@ chunk, one sample per token; TPOT = (E2E − TTFT) ÷ (output tokens − 1) with
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,13 +16,17 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
 
 from alphagate.bench.slo import SLO, Goodput, goodput_of
 from alphagate.bench.sweep import SweepSummary
+from alphagate.bench.validity import RunValidity
+from alphagate.core.errors import validation_problem
 from alphagate.core.records import Frozen, Results
-from alphagate.measure.prom import SpecAcceptance
+from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate_from_requests
+from alphagate.measure.prom import SpecAcceptance, merge_acceptance
 from alphagate.sim.results import Distribution, LatencyStats, Speedups, ratio, speedups
+from alphagate.theory.intervals import ratio_interval
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -29,10 +34,16 @@ __all__ = [
     "BenchResult",
     "Comparison",
     "LevelSummary",
+    "RequestAcceptance",
     "RequestRecord",
+    "RequestSpecDecode",
     "RequestText",
+    "RunSummary",
     "Stats",
     "compare_levels",
+    "merge_runs",
+    "request_acceptance",
+    "spec_of",
     "stats_of",
     "summarize_level",
 ]
@@ -50,6 +61,108 @@ class RequestText(Frozen):
     output_token_ids: list[int] | None = None
     finish_reason: str | None = None
     temperature: float
+
+
+class RequestSpecDecode(Frozen):
+    """The server's own speculative-decoding counts for one request.
+
+    vLLM (``--per-request-spec-decode-metrics summary|detailed``, 0.32+) sends them on the final
+    usage chunk as ``metrics.speculative_decoding`` (``SpeculativeDecodingMetrics`` in
+    ``vllm/entrypoints/generate/base/protocol.py``), counted by the scheduler where it counts its
+    ``vllm:spec_decode_*`` counters (``vllm/v1/core/sched/scheduler.py``): the requests of a
+    window sum to the counters' increase. SGLang reports ``meta_info`` counts (``spec_verify_ct``,
+    ``spec_num_correct_drafts`` / ``spec_accepted_drafts``, ``spec_num_proposed_drafts`` /
+    ``spec_proposed_drafts``)."""
+
+    num_drafts: int = Field(ge=0, description="verify steps with drafts (vLLM num_spec_steps)")
+    num_draft_tokens: int = Field(ge=0)
+    num_accepted_tokens: int = Field(ge=0, description="accepted draft tokens, bonus excluded")
+    acceptance_histogram: list[int] | None = Field(
+        default=None, description="steps that accepted exactly j drafts, j = 0..K"
+    )
+    k: int | None = Field(default=None, description="num_speculative_tokens (the largest K)")
+    source: Literal["vllm", "sglang"] = "vllm"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RequestSpecDecode:
+        if self.num_accepted_tokens > self.num_draft_tokens:
+            raise ValueError(
+                f"{self.num_accepted_tokens} accepted draft tokens exceed the "
+                f"{self.num_draft_tokens} drafted"
+            )
+        if self.num_drafts > self.num_draft_tokens:
+            raise ValueError(f"{self.num_drafts} steps but {self.num_draft_tokens} draft tokens")
+        h = self.acceptance_histogram
+        if h is not None:
+            if any(x < 0 for x in h) or sum(h) != self.num_drafts:
+                raise ValueError(
+                    f"the acceptance histogram {h} does not sum to the {self.num_drafts} steps"
+                )
+            if sum(j * x for j, x in enumerate(h)) != self.num_accepted_tokens:
+                raise ValueError(
+                    f"the acceptance histogram {h} does not give the "
+                    f"{self.num_accepted_tokens} accepted tokens"
+                )
+        return self
+
+    def accepted_per_pos(self) -> list[int]:
+        """vLLM's per-position counts c_i (steps accepting more than i drafts), from the
+        histogram; empty without one."""
+        h = self.acceptance_histogram or []
+        return [sum(h[i + 1 :]) for i in range(max(len(h) - 1, 0))]
+
+
+def _first_int(raw: dict[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        v = raw.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def spec_of(raw: dict[str, Any] | None) -> tuple[RequestSpecDecode | None, str | None]:
+    """A reply's per-request spec-decode counts as :class:`RequestSpecDecode`, or why they
+    cannot be used (None, None: the server sent none).
+
+    SGLang's key names changed in PR #24081 (``spec_num_correct_drafts``,
+    ``spec_num_proposed_drafts``, ``spec_correct_drafts_histogram``; the older
+    ``spec_accepted_drafts``, ``spec_proposed_drafts``, ``spec_accept_histogram`` are read too)."""
+    if raw is None:
+        return None, None
+    if raw.get("source") == "sglang":
+        fields = {
+            "num_drafts": _first_int(raw, "spec_verify_ct"),
+            "num_accepted_tokens": _first_int(
+                raw, "spec_num_correct_drafts", "spec_accepted_drafts"
+            ),
+            "num_draft_tokens": _first_int(raw, "spec_num_proposed_drafts", "spec_proposed_drafts"),
+        }
+        hist = raw.get("spec_correct_drafts_histogram", raw.get("spec_accept_histogram"))
+        source = "sglang"
+    else:
+        fields = {
+            "num_drafts": _first_int(raw, "num_spec_steps"),
+            "num_accepted_tokens": _first_int(raw, "num_accepted_draft_tokens"),
+            "num_draft_tokens": _first_int(raw, "num_draft_tokens"),
+        }
+        hist = raw.get("acceptance_histogram")
+        source = "vllm"
+    missing = [k for k, v in fields.items() if v is None]
+    if missing:
+        return None, f"{source} per-request counts without {', '.join(missing)}: {str(raw)[:200]}"
+    k = _first_int(raw, "num_spec_tokens")
+    try:
+        return (
+            RequestSpecDecode(
+                **fields,
+                acceptance_histogram=hist if isinstance(hist, list) else None,
+                k=k if k is not None else (len(hist) - 1 if isinstance(hist, list) else None),
+                source=source,
+            ),
+            None,
+        )
+    except ValidationError as exc:
+        return None, f"{source} per-request counts rejected: {validation_problem(exc)}"
 
 
 class RequestRecord(Frozen):
@@ -76,10 +189,27 @@ class RequestRecord(Frozen):
     error_type: str | None = None
     error_message: str | None = None
     warmup: bool = False
+    repeat: int = Field(
+        default=0,
+        ge=0,
+        exclude_if=lambda v: v == 0,
+        description="--repeats: which run of its level this request was sent in (from 0)",
+    )
     text: RequestText | None = Field(
         default=None,
         exclude_if=lambda v: v is None,
         description="--save-text: the prompt and the output, as text and token ids",
+    )
+    spec: RequestSpecDecode | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="the server's speculative-decoding counts for this request, where it "
+        "returns them (vLLM --per-request-spec-decode-metrics, SGLang meta_info)",
+    )
+    spec_problem: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="the server sent per-request counts that cannot be right (they are not kept)",
     )
     delivery_s: list[float] | None = Field(
         default=None,
@@ -131,8 +261,18 @@ class Stats(LatencyStats):
     )
 
 
-def stats_of(records: Iterable[RequestRecord]) -> Stats:
-    """Statistics of the non-warm-up records."""
+def _span_s(records: list[RequestRecord]) -> float:
+    """First send to last end of the non-warm-up records (0 without any)."""
+    recs = [r for r in records if not r.warmup]
+    if not recs:
+        return 0.0
+    end = max(r.send_s + (r.e2e_s or 0.0) for r in recs)
+    return max(end - min(r.send_s for r in recs), 1e-9)
+
+
+def stats_of(records: Iterable[RequestRecord], duration_s: float | None = None) -> Stats:
+    """Statistics of the non-warm-up records; ``duration_s``: the time they were sent over when
+    it is not first send to last end (several runs of a level: the sum of the runs')."""
     recs = [r for r in records if not r.warmup]
     ok = [r for r in recs if r.ok]
     failed = Counter(r.error_type or "unknown" for r in recs if not r.ok)
@@ -140,12 +280,7 @@ def stats_of(records: Iterable[RequestRecord]) -> Stats:
     for r in recs:
         if not r.ok:
             first_error.setdefault(r.error_type or "unknown", r.error_message or "")
-    if recs:
-        start = min(r.send_s for r in recs)
-        end = max(r.send_s + (r.e2e_s or 0.0) for r in recs)
-        duration = max(end - start, 1e-9)
-    else:
-        duration = 0.0
+    duration = (_span_s(recs) if duration_s is None else duration_s) if recs else 0.0
     out_tokens = sum(r.output_tokens or 0 for r in ok)
     gaps, tok_vals, tok_w, tpots = [], [], [], []
     n_chunks = n_chunk_tokens = 0
@@ -184,8 +319,72 @@ def stats_of(records: Iterable[RequestRecord]) -> Stats:
     )
 
 
+class RequestAcceptance(Frozen):
+    """Acceptance from the server's per-request counts over one level: all of it and per class,
+    with intervals cluster-robust over requests."""
+
+    overall: AcceptanceEstimate
+    classes: dict[str, AcceptanceEstimate]
+    requests_with_counts: int = Field(description="records that carried per-request counts")
+    requests: int = Field(description="records of the level")
+    problems: int = Field(default=0, description="replies whose counts were inconsistent")
+
+
+def request_acceptance(records: Iterable[RequestRecord]) -> RequestAcceptance | None:
+    """Acceptance from each record's :class:`RequestSpecDecode` (warm-up requests included: the
+    server's counters count them too); None when no record carries counts, or when the counts
+    of different requests cannot come from one decoder."""
+    recs = list(records)
+    with_spec = [r for r in recs if r.spec is not None]
+    if not with_spec:
+        return None
+
+    def one(rs: list[RequestRecord]) -> AcceptanceEstimate:
+        specs = [r.spec for r in rs if r.spec is not None]
+        ks = {s.k for s in specs if s.k is not None}
+        hists = [s.acceptance_histogram for s in specs]
+        return estimate_from_requests(
+            [(float(s.num_drafts), float(s.num_draft_tokens), float(s.num_accepted_tokens))
+             for s in specs],
+            [h for h in hists if h is not None] if all(h is not None for h in hists) else None,
+            max(ks) if ks else None,
+        )  # fmt: skip
+
+    classes = sorted({r.cls for r in with_spec if r.cls is not None})
+    try:
+        return RequestAcceptance(
+            overall=one(with_spec),
+            classes={c: one([r for r in with_spec if r.cls == c]) for c in classes},
+            requests_with_counts=len(with_spec),
+            requests=len(recs),
+            problems=sum(r.spec_problem is not None for r in recs),
+        )
+    except ValueError:  # each record's counts were checked; together they still disagree
+        return None
+
+
+class RunSummary(Frozen):
+    """One run of a level (``--repeats``): what a between-run interval is made of."""
+
+    repeat: int
+    duration_s: float
+    completed: int
+    failed: int
+    output_tokens: int
+    output_tokens_per_s: float
+    tpot_mean_ms: float | None
+    itl_per_token_p99_ms: float | None
+    good_requests_per_s: float | None = None
+    acceptance: SpecAcceptance | None = None
+    validity: RunValidity | None = None
+
+
 class LevelSummary(Frozen):
-    """One target at one load level: overall and per-class statistics, and measured acceptance."""
+    """One target at one load level: overall and per-class statistics, and measured acceptance.
+
+    With ``--repeats`` the level ran several times: the statistics pool every run's requests
+    (throughput over the sum of the runs' durations), ``runs`` keeps each run's own figures and
+    ``acceptance`` sums the runs' counter increases."""
 
     target: str
     url: str
@@ -195,10 +394,27 @@ class LevelSummary(Frozen):
     overall: Stats
     classes: dict[str, Stats]
     acceptance: SpecAcceptance | None
+    request_acceptance: RequestAcceptance | None = Field(
+        default=None,
+        description="from the server's per-request counts (vLLM --per-request-spec-decode-"
+        "metrics): per class, cluster-robust over requests",
+    )
     goodput: Goodput | None = Field(default=None, description="under the run's SLO, if any")
     time_scale: float | None = Field(
         default=None, description="trace replay: wall seconds per trace second"
     )
+    runs: list[RunSummary] = Field(
+        default_factory=list, description="each run of the level (one without --repeats)"
+    )
+    validity: RunValidity | None = Field(
+        default=None,
+        description="what distorted the measurement (the worst run's figures): a distorted "
+        "level is no evidence for a gate",
+    )
+
+    @property
+    def distorted(self) -> bool:
+        return self.validity is not None and self.validity.distorted
 
     @property
     def load(self) -> float | None:
@@ -219,10 +435,26 @@ def summarize_level(
     *,
     slo: SLO | None = None,
     time_scale: float | None = None,
+    repeat: int = 0,
+    validity: RunValidity | None = None,
 ) -> LevelSummary:
-    """The one place a level's summary is assembled (after a run, or from an interrupted one)."""
+    """The one place a run's summary is assembled (after a run, or from an interrupted one)."""
     classes = sorted({r.cls for r in records if r.cls is not None})
     overall = stats_of(records)
+    goodput = None if slo is None else goodput_of(records, slo, overall.duration_s)
+    run = RunSummary(
+        repeat=repeat,
+        duration_s=overall.duration_s,
+        completed=overall.completed,
+        failed=overall.failed,
+        output_tokens=overall.output_tokens,
+        output_tokens_per_s=overall.output_tokens_per_s,
+        tpot_mean_ms=overall.tpot_ms.mean,
+        itl_per_token_p99_ms=overall.itl_per_token_ms.p99,
+        good_requests_per_s=None if goodput is None else goodput.good_requests_per_s,
+        acceptance=acceptance,
+        validity=validity,
+    )
     return LevelSummary(
         target=target,
         url=url,
@@ -232,9 +464,68 @@ def summarize_level(
         overall=overall,
         classes={c: stats_of(r for r in records if r.cls == c) for c in classes},
         acceptance=acceptance,
-        goodput=None if slo is None else goodput_of(records, slo, overall.duration_s),
+        request_acceptance=request_acceptance(records),
+        goodput=goodput,
         time_scale=time_scale,
+        runs=[run],
+        validity=validity,
     )
+
+
+def merge_runs(
+    runs: list[LevelSummary], records: list[RequestRecord], *, slo: SLO | None = None
+) -> LevelSummary:
+    """The runs of one level against one target (``--repeats``) as one summary: statistics over
+    every run's ``records``, throughput over the sum of the runs' durations (the other target ran
+    in between), counter increases summed, each run's own figures in ``runs``."""
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]
+    duration = sum(r.overall.duration_s for r in runs)
+    overall = stats_of(records, duration)
+    classes = sorted({r.cls for r in records if r.cls is not None})
+    per_class_duration = {
+        c: sum(
+            _span_s([rec for rec in records if rec.cls == c and rec.repeat == run.runs[0].repeat])
+            for run in runs
+        )
+        for c in classes
+    }
+    measured = [r.acceptance for r in runs if r.acceptance is not None]
+    worst = [r.validity for r in runs if r.validity is not None]
+    distorted = [v for v in worst if v.distorted]
+    return first.model_copy(
+        update={
+            "overall": overall,
+            "classes": {
+                c: stats_of((r for r in records if r.cls == c), per_class_duration[c])
+                for c in classes
+            },
+            "acceptance": merge_acceptance(measured) if len(measured) == len(runs) else None,
+            "request_acceptance": request_acceptance(records),
+            "goodput": None if slo is None else goodput_of(records, slo, duration),
+            "runs": [run for r in runs for run in r.runs],
+            "validity": distorted[0] if distorted else worst[0] if worst else None,
+        }
+    )
+
+
+def paired_ratio(
+    base: list[float], cand: list[float], *, inverse: bool
+) -> tuple[float | None, Interval | None, str]:
+    """The candidate-vs-baseline ratio of a figure measured once per run (``inverse``: a time,
+    baseline ÷ candidate), paired by run: the geometric mean of the pairs' ratios and its
+    Student's t interval (:func:`~alphagate.theory.intervals.ratio_interval`), or why not."""
+    ratios = []
+    for i, (b, c) in enumerate(zip(base, cand, strict=True)):
+        num, den = (b, c) if inverse else (c, b)
+        if not (math.isfinite(num) and math.isfinite(den)) or num <= 0 or den <= 0:
+            return None, None, f"run {i}: the figure is zero or undefined on one side"
+        ratios.append(num / den)
+    if len(ratios) < 2:
+        return None, None, "one run: no interval between runs"
+    value, low, high = ratio_interval(ratios)
+    return value, Interval(low=low, high=high), ""
 
 
 class Comparison(Frozen):
@@ -248,6 +539,27 @@ class Comparison(Frozen):
     output_goodput_ratio: float | None = Field(
         default=None, description="good requests' output tokens/s, candidate ÷ baseline"
     )
+    runs: int = Field(default=1, description="paired runs of the level (--repeats)")
+    throughput_interval: Interval | None = Field(
+        default=None, description="between runs (≥ 2 paired runs): Student's t on log ratios"
+    )
+    tpot_interval: Interval | None = None
+    goodput_interval: Interval | None = None
+    distorted: bool = Field(
+        default=False, description="a run of either side was distorted (bench.validity)"
+    )
+
+
+def _between_runs(
+    b: LevelSummary, c: LevelSummary, figure: str, *, inverse: bool
+) -> Interval | None:
+    rb = {r.repeat: getattr(r, figure) for r in b.runs}
+    rc = {r.repeat: getattr(r, figure) for r in c.runs}
+    pairs = sorted(set(rb) & set(rc))
+    if len(pairs) < 2 or any(rb[p] is None or rc[p] is None for p in pairs):
+        return None
+    _, interval, _ = paired_ratio([rb[p] for p in pairs], [rc[p] for p in pairs], inverse=inverse)
+    return interval
 
 
 def compare_levels(levels: list[LevelSummary]) -> list[Comparison]:
@@ -269,6 +581,11 @@ def compare_levels(levels: list[LevelSummary]) -> list[Comparison]:
                     output_goodput_ratio=None
                     if gb is None or gc is None
                     else ratio(gc.good_output_tokens_per_s, gb.good_output_tokens_per_s),
+                    runs=len({r.repeat for r in b.runs} & {r.repeat for r in c.runs}),
+                    throughput_interval=_between_runs(b, c, "output_tokens_per_s", inverse=False),
+                    tpot_interval=_between_runs(b, c, "tpot_mean_ms", inverse=True),
+                    goodput_interval=_between_runs(b, c, "good_requests_per_s", inverse=False),
+                    distorted=b.distorted or c.distorted,
                 )
             )
     return out

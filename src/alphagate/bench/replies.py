@@ -135,6 +135,9 @@ class ReplyStream:
         self.output_tokens: int | None = None
         self.done = False
         self.last_s: float | None = None
+        #: the server's per-request spec-decode counts (vLLM ``metrics.speculative_decoding``,
+        #: SGLang ``meta_info``), as sent
+        self.spec: dict[str, Any] | None = None
 
     def event(self, data: str | bytes, now: float) -> Failure | None:
         """Take one ``data:`` payload — str, or UTF-8 bytes (the SSE parser's fast path) —
@@ -163,6 +166,8 @@ class ReplyStream:
                 return ("malformed_sse", f"not a JSON object: {data[:80]!r}")
             if "error" in obj:
                 return ("server_error", error_message(data))
+        if "metrics" in obj or "meta_info" in obj:
+            self._take_spec(obj)
         fast = _common_chunk(obj)
         if fast is not None:
             text, done, prompt = fast
@@ -194,6 +199,18 @@ class ReplyStream:
                 self.prompt_tokens = prompt
             self.output_tokens = done
         return None
+
+    def _take_spec(self, obj: dict[str, Any]) -> None:
+        """vLLM's ``metrics.speculative_decoding`` (the final usage chunk) or SGLang's
+        ``meta_info`` counts, kept as sent (checked when the record is made)."""
+        m = obj.get("metrics")
+        sd = m.get("speculative_decoding") if type(m) is dict else None
+        if type(sd) is dict:
+            self.spec = {"source": "vllm", **sd}
+            return
+        meta = obj.get("meta_info")
+        if type(meta) is dict and "spec_verify_ct" in meta:
+            self.spec = {"source": "sglang", **meta}
 
     def _keep(self, obj: dict[str, Any], text: str | None) -> None:
         """Keep the text, vLLM's ``token_ids`` / ``prompt_token_ids`` and the finish reason."""

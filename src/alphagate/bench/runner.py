@@ -29,11 +29,19 @@ from alphagate.bench.http import (
     StreamClient,
     StreamTruncated,
 )
-from alphagate.bench.records import LevelSummary, RequestRecord, RequestText, summarize_level
+from alphagate.bench.records import (
+    LevelSummary,
+    RequestRecord,
+    RequestText,
+    merge_runs,
+    spec_of,
+    summarize_level,
+)
 from alphagate.bench.replies import ReplyStream, error_message
 from alphagate.bench.slo import SLO
 from alphagate.bench.sse import SSEParser
 from alphagate.bench.sweep import KneeSweep, Sweep
+from alphagate.bench.validity import LoopLag, RunValidity, run_validity, twin_lag
 from alphagate.core.records import Frozen
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
 from alphagate.sim.workload import arrival_times
@@ -81,6 +89,13 @@ class BenchConfig(Frozen):
     scrape_metrics: bool = True
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     send_class: bool = True
+    repeats: int = Field(
+        default=1,
+        ge=1,
+        le=100,
+        description="runs of each level per target; an A/B alternates them (baseline, "
+        "candidate, candidate, baseline, …) so that drifts of the machine fall on both sides",
+    )
     max_errors: int | None = Field(default=None, ge=1, description="stop the run after N failures")
     max_error_rate: float | None = Field(
         default=None, ge=0.0, le=1.0, description="stop when failures ÷ requests exceed this"
@@ -181,6 +196,9 @@ class BenchRunner:
         )
         self._http: StreamClient | None = None  # made in the loop that sends
         self._endpoints: dict[str, Endpoint] = {}
+        self.repeat = 0  # the run of the current level (--repeats)
+        #: the completed runs of each (target, level), merged into one summary when it ends
+        self._runs: dict[tuple[str, str], list[LevelSummary]] = {}
 
     # ---------------------------------------------------------------- run
     async def run(self) -> list[LevelSummary]:
@@ -194,10 +212,16 @@ class BenchRunner:
                 await self.knees.run(self._sweep_level)
                 return self.levels
             for level in self.cfg.levels:
-                for name, url in self.cfg.targets:
-                    if self.stopping:
-                        return self.levels
-                    self.levels.append(await self.run_level(name, url, level))
+                for r in range(self.cfg.repeats):
+                    self.repeat = r
+                    order = self.cfg.targets if r % 2 == 0 else self.cfg.targets[::-1]
+                    for name, url in order:
+                        if self.stopping:
+                            self._close_level(level)
+                            return self.levels
+                        run = await self.run_level(name, url, level)
+                        self._runs.setdefault((name, level.label), []).append(run)
+                self._close_level(level)
             return self.levels
         finally:
             await self.aclose()
@@ -268,15 +292,35 @@ class BenchRunner:
                 f"error rate {level_errors}/{level_records} above --max-error-rate {cfg.max_error_rate:g}"
             )
 
+    def _close_level(self, level: Level) -> None:
+        """The level's runs, one merged summary per target (in the targets' order)."""
+        for name, _ in self.cfg.targets:
+            runs = self._runs.pop((name, level.label), None)
+            if runs:
+                self.levels.append(
+                    merge_runs(runs, self._records_of(name, level), slo=self.cfg.slo)
+                )
+
+    def _records_of(self, target: str, level: Level) -> list[RequestRecord]:
+        return [r for r in self.records if r.target == target and r.level == level.label]
+
     def unfinished_levels(self) -> list[LevelSummary]:
-        """Summaries of levels that started but did not finish (an interrupted run)."""
+        """Summaries of levels that started but did not finish (an interrupted run): the runs of
+        the level that completed, and the records of the one that did not."""
         done = {(lv.target, lv.level) for lv in self.levels}
         out = []
         for level in self.levels_run.values():
             for name, url in self.cfg.targets:
                 recs = [r for r in self.records if r.target == name and r.level == level.label]
                 if recs and (name, level.label) not in done:
-                    out.append(self._summary(name, url, level, recs, None))
+                    runs = list(self._runs.get((name, level.label), []))
+                    finished = {r.repeat for run in runs for r in run.runs}
+                    partial = [r for r in recs if r.repeat not in finished]
+                    if partial:
+                        runs.append(
+                            self._summary(name, url, level, partial, None, repeat=partial[0].repeat)
+                        )
+                    out.append(merge_runs(runs, recs, slo=self.cfg.slo))
         return out
 
     def _summary(
@@ -286,6 +330,9 @@ class BenchRunner:
         level: Level,
         recs: list[RequestRecord],
         acceptance: SpecAcceptance | None,
+        *,
+        repeat: int = 0,
+        validity: RunValidity | None = None,
     ) -> LevelSummary:
         return summarize_level(
             target,
@@ -297,6 +344,8 @@ class BenchRunner:
             acceptance,
             slo=self.cfg.slo,
             time_scale=level.time_scale,
+            repeat=repeat,
+            validity=validity,
         )
 
     async def run_level(self, target: str, url: str, level: Level) -> LevelSummary:
@@ -307,6 +356,7 @@ class BenchRunner:
         metrics_urls = list(self.cfg.metrics_urls or (url.rstrip("/") + "/metrics",))
         before = await self._scrape(metrics_urls) if self.cfg.scrape_metrics else None
         start = len(self.records)
+        lag = LoopLag.start() if self.pool is None else None
         if self.pool is not None:
             await self.pool.run_level(self, target, url, level)
         elif level.rate is not None or level.time_scale is not None:
@@ -319,13 +369,19 @@ class BenchRunner:
             await self.closed_loop(
                 target, url, level, range(n), level.concurrency or 1, time.perf_counter()
             )
+        lag_ms = None if lag is None else lag.stop()
         recs = self.records[start:]
         acceptance: SpecAcceptance | None = None
+        after = None
         if before is not None:
             after = await self._scrape(metrics_urls)
             if after is not None and any(c.present for c in after) and len(after) == len(before):
                 acceptance = spec_delta(before, after)
-        return self._summary(target, url, level, recs, acceptance)
+        server_lag = None if before is None or after is None else twin_lag(before, after)
+        validity = run_validity(recs, lag_ms, server_lag, workers=self.pool is not None)
+        return self._summary(
+            target, url, level, recs, acceptance, repeat=self.repeat, validity=validity
+        )
 
     def _client(self) -> StreamClient:
         if self._http is None:
@@ -533,6 +589,7 @@ class BenchRunner:
         finally:
             watchdog.stop()
         tokens, source = state.chunk_tokens()
+        spec, spec_problem = spec_of(state.spec)
         return RequestRecord(
             run_id=self.run_id,
             id=self.new_id(),
@@ -551,6 +608,9 @@ class BenchRunner:
             error_type=None if err is None else err[0],
             error_message=None if err is None else err[1],
             warmup=index < self.cfg.warmup,
+            repeat=self.repeat,
+            spec=spec,
+            spec_problem=spec_problem,
             delivery_s=state.delivery if self.cfg.probe_send_time else None,
             text=None if state.kept is None else _saved_text(self._payload(p), state.kept),
         )

@@ -277,7 +277,7 @@ class WorkerPool:
             for line in body.split(b"\n"):
                 rec = RequestRecord.model_validate_json(line)
                 w.received += 1
-                runner.take(rec.model_copy(update={"id": runner.new_id()}))
+                runner.take(rec.model_copy(update={"id": runner.new_id(), "repeat": runner.repeat}))
         elif kind == b"D":
             w.busy = False
             self._settle(w)

@@ -59,7 +59,8 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="Target: a preset (llama-3.1-8b, llama-3.3-70b, llama-3.2-1b) or a config.json.",
+        help="Target: a preset (llama-3.3-70b-fp8, llama-3.3-70b, llama-3.1-8b, llama-3.1-8b-fp8, "
+        "llama-3.2-1b) or a config.json.",
     ),
 ]
 GpuOpt = Annotated[
@@ -74,7 +75,14 @@ TpOpt = Annotated[
         "--tp", min=1, max=64, help="Tensor-parallel degree (default: the smallest that fits)."
     ),
 ]
-DtypeOpt = Annotated[WeightDtype, typer.Option("--dtype", help="Weight dtype.")]
+DtypeOpt = Annotated[
+    WeightDtype | None,
+    typer.Option(
+        "--dtype",
+        help="Weight dtype (default: the checkpoint's own — bf16 for llama-3.1-8b and "
+        "llama-3.3-70b, fp8 for the -fp8 presets, a config.json's quantization_config).",
+    ),
+]
 KvDtypeOpt = Annotated[KvDtype, typer.Option("--kv-dtype", help="KV-cache dtype.")]
 MethodOpt = Annotated[Method, typer.Option("--method", help="Drafting method.")]
 DraftOpt = Annotated[
@@ -197,7 +205,7 @@ CudagraphOpt = Annotated[
 
 DEFAULT_MODEL = _D.model
 DEFAULT_GPU = _D.gpu
-DEFAULT_DTYPE: WeightDtype = _D.weight_dtype
+DEFAULT_DTYPE: WeightDtype | None = None  # the checkpoint's own
 DEFAULT_KV_DTYPE: KvDtype = _D.kv_dtype
 DEFAULT_METHOD: Method = _D.drafter.method
 DEFAULT_MAX_SEQS = _D.max_num_seqs
@@ -241,7 +249,7 @@ def deployment(
     model: str,
     gpu: str,
     tp: int | None,
-    dtype: WeightDtype,
+    dtype: WeightDtype | None,
     kv_dtype: KvDtype,
     method: Method,
     draft: str | None,

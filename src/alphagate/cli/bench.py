@@ -142,6 +142,42 @@ def bench_cmd(
             help="Requests per level (default 200; a trace: all of its requests).",
         ),
     ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats",
+            min=1,
+            max=100,
+            help="Run each level N times per target; an A/B alternates them (baseline, "
+            "candidate, candidate, baseline, …) and its ratios get intervals from the spread "
+            "between runs, which one run cannot show (gate needs ≥ 2).",
+        ),
+    ] = 1,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature",
+            callback=finite_float("--temperature", 0.0, 2.0),
+            help="Sampling temperature sent with every request (acceptance depends on it).",
+        ),
+    ] = 0.0,
+    class_field: Annotated[
+        str | None,
+        typer.Option(
+            "--class-field",
+            help="The JSONL field naming each line's traffic class (default: class); records "
+            "keep it, and acceptance is reported per class where the server returns "
+            "per-request counts.",
+        ),
+    ] = None,
+    only_class: Annotated[
+        str | None,
+        typer.Option(
+            "--only-class",
+            help="Send only this class's lines: the server's counters then measure that class "
+            "(for servers without per-request counts).",
+        ),
+    ] = None,
     slo: Annotated[str | None, typer.Option("--slo", help=_SLO_HELP)] = None,
     slo_attainment: Annotated[
         float,
@@ -310,7 +346,9 @@ def bench_cmd(
     check_output_path(out_dir, "--out", directory=True)
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
-    prompts, problems = _prompts(trace, dataset, num_prompts, seed, strict)
+    prompts, problems = _prompts(
+        trace, dataset, num_prompts, seed, strict, class_field=class_field, only_class=only_class
+    )
     if warmup >= len(prompts):
         fail(f"--warmup {warmup} leaves no request of the {len(prompts)} to measure", "--warmup")
     cfg = _config(
@@ -337,6 +375,8 @@ def bench_cmd(
         sweep=the_sweep,
         probe_send_time=probe_send_time,
         save_text=save_text,
+        repeats=repeats,
+        temperature=temperature,
     )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     records = RecordsFile(out_dir / "requests.jsonl", "--out")
@@ -406,11 +446,20 @@ def _check_load_flags(
 
 
 def _prompts(
-    trace: Path | None, dataset: str | None, num_prompts: int | None, seed: int, strict: bool
+    trace: Path | None,
+    dataset: str | None,
+    num_prompts: int | None,
+    seed: int,
+    strict: bool,
+    *,
+    class_field: str | None = None,
+    only_class: str | None = None,
 ) -> tuple[list[Prompt], list[str]]:
     from alphagate.bench.dataset import DatasetError, load_prompts
 
     if trace is not None:
+        if class_field is not None or only_class is not None:
+            fail("a trace's class is its 'class' field; drop --class-field/--only-class", "--trace")
         from alphagate.bench.trace import load_trace
 
         try:
@@ -419,10 +468,15 @@ def _prompts(
             fail(str(exc), "--trace")
     try:
         return load_prompts(
-            dataset or "synthetic:in=512,out=256", num_prompts or 200, seed, strict=strict
+            dataset or "synthetic:in=512,out=256",
+            num_prompts or 200,
+            seed,
+            strict=strict,
+            class_field=class_field,
+            only_class=only_class,
         )
     except DatasetError as exc:
-        fail(str(exc), "--dataset")
+        fail(str(exc), exc.flag)
 
 
 def _slo_and_sweep(

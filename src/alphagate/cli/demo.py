@@ -17,7 +17,11 @@ OUT = Path("demo-output")
 MODEL_JSON = OUT / "model-table.json"
 SIMULATE_JSON = OUT / "simulate.json"
 BENCH_SUMMARY = OUT / "bench" / "summary.json"
+GATE_JSON = OUT / "gate.json"
 REPORT = OUT / "report.html"
+#: the demo's gate on its own A/B (the twins' deployment, not the 70B plan's): α, TPOT, errors
+GATE_FLAGS = ("--min-alpha", "0.55", "--min-tpot-speedup", "1.2", "--max-error-rate", "0.05",
+              "--concurrency", "16")  # fmt: skip
 PLAN_CONCURRENCIES = (64, 256)
 
 
@@ -38,6 +42,7 @@ def demo() -> None:
     _simulate()
     _plans()
     _measure()
+    _gate()
     _report()
 
 
@@ -112,19 +117,25 @@ def _measure() -> None:
     from alphagate.twin.background import twin_in_thread
     from alphagate.twin.config import TwinConfig
 
-    console.rule("[bold]Measured: two local twins, baseline vs EAGLE-3 (K = 3, α = 0.7)")
+    console.rule(
+        "[bold]Measured: two local twins of Llama-3.1-8B BF16 (not the 70B plan's deployment), "
+        "baseline vs EAGLE-3 (K = 3, α = 0.7), 3 alternated runs"
+    )
     dep = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
     wl = WorkloadConfig(classes=(TrafficClass(name="chat", share=1.0, alpha=0.7),))
     out_dir = OUT / "bench"
     (out_dir / "requests.jsonl").unlink(missing_ok=True)
     prompts, _ = load_prompts("synthetic:in=256,out=96", 48, seed=0)
     base_cfg = TwinConfig(deployment=dep, workload=wl, k=0, time_scale=0.5)
-    cand_cfg = TwinConfig(deployment=dep, workload=wl, k=3, time_scale=0.5)
+    cand_cfg = TwinConfig(
+        deployment=dep, workload=wl, k=3, time_scale=0.5, per_request_spec_decode_metrics="summary"
+    )
     with twin_in_thread(base_cfg) as (b_url, _), twin_in_thread(cand_cfg) as (c_url, _):
         cfg = BenchConfig(
             targets=(("baseline", b_url), ("candidate", c_url)),
             levels=(Level(label="c1", concurrency=1), Level(label="c16", concurrency=16)),
             num_prompts=len(prompts),
+            repeats=3,
         )
         with (
             RecordsFile(out_dir / "requests.jsonl", "demo") as records,
@@ -142,6 +153,26 @@ def _measure() -> None:
         )
 
 
+def _gate() -> None:
+    """The decision on the demo's own A/B: the twins' measurement judged on rules that fit it."""
+    from alphagate.gate import RuleSet, evaluate
+    from alphagate.gate.evidence import Evidence, load_bench
+    from alphagate.gate.sources import flag_rules
+    from alphagate.report.measure import render_gate
+
+    console.rule("[bold]The gate on that A/B: α ≥ 0.55, TPOT 1.2× faster, errors ≤ 5% at c16")
+    rules = flag_rules(None, 16, min_alpha=0.55, min_tpot_speedup=1.2, max_error_rate=0.05)
+    ev = Evidence()
+    load_bench(BENCH_SUMMARY, ev)
+    result = evaluate(RuleSet(rules=rules), ev)
+    _save(GATE_JSON, result.payload())
+    console.print(render_gate(result))
+    console.print(
+        f"the same from the shell: alphagate gate --bench {BENCH_SUMMARY} {' '.join(GATE_FLAGS)}",
+        soft_wrap=True,
+    )
+
+
 def _report() -> None:
     """Everything above on one HTML page, for the people who were not at the terminal."""
     from alphagate.cli._app import fail
@@ -151,6 +182,7 @@ def _report() -> None:
     files = [
         *(_plan_path(c, ".json") for c in PLAN_CONCURRENCIES),
         BENCH_SUMMARY,
+        GATE_JSON,
         SIMULATE_JSON,
         MODEL_JSON,
     ]

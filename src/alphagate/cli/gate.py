@@ -180,6 +180,14 @@ def gate_cmd(
             help="Candidate failures ÷ requests at most.",
         ),
     ] = None,
+    max_itl_p99_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--max-itl-per-token-p99-ms",
+            callback=finite_float("--max-itl-per-token-p99-ms", 0.0, 1e6),
+            help="The candidate's P99 ITL per token (ms) at most: an SLO.",
+        ),
+    ] = None,
     cls: Annotated[
         str | None,
         typer.Option("--class", help="Apply the acceptance flags to this traffic class."),
@@ -213,8 +221,21 @@ def gate_cmd(
             "they are; by default they are not enough evidence.",
         ),
     ] = False,
+    allow_single_run: Annotated[
+        bool,
+        typer.Option(
+            "--allow-single-run",
+            help="Judge an A/B of one run per side on its within-run interval; by default it is "
+            "not enough evidence (bench --repeats alternates runs and measures their spread).",
+        ),
+    ] = False,
     measure: Annotated[
-        list[Path] | None, typer.Option("--measure", help="alphagate measure results JSON.")
+        list[Path] | None,
+        typer.Option(
+            "--measure",
+            help="alphagate measure results JSON; or saved /metrics scrapes of one server "
+            "(before and after, in time order): acceptance over their counters' increase.",
+        ),
     ] = None,
     bench: Annotated[
         list[Path] | None, typer.Option("--bench", help="An alphagate bench A/B summary.json.")
@@ -309,6 +330,7 @@ def gate_cmd(
         min_itl_per_token_p99_speedup=min_itl_p99,
         min_goodput_speedup=min_goodput_speedup,
         max_error_rate=max_error_rate,
+        max_itl_per_token_p99_ms=max_itl_p99_ms,
     )
     all_rules = [*(base.rules if base else []), *from_plan, *flagged]
     if not all_rules:
@@ -318,6 +340,7 @@ def gate_cmd(
         min_drafts=max(min_drafts or 0, base.min_drafts if base else 0) or 2000,
         min_requests=max(min_requests or 0, base.min_requests if base else 0) or 100,
         allow_point_estimates=allow_point_estimates,
+        allow_single_run=allow_single_run,
     )
     try:
         live = (

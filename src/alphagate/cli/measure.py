@@ -81,9 +81,18 @@ def _measure_error(exc: Exception) -> None:
 @measure_app.command("live", short_help="Scrape /metrics until enough drafts are seen.")
 def live(
     urls: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option("--url", help="A server (or its /metrics) URL; repeat for replicas."),
-    ],
+    ] = None,
+    from_files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from-file",
+            help="Instead of --url: saved /metrics scrapes of one server (curl …/metrics > "
+            "before.txt, later > after.txt), repeated in time order; acceptance over their "
+            "counters' increase.",
+        ),
+    ] = None,
     model_name: Annotated[
         str | None, typer.Option("--model-name", help="Keep series with this model_name label.")
     ] = None,
@@ -125,6 +134,18 @@ def live(
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
+    if bool(urls) == bool(from_files):
+        fail("give --url (live servers) or --from-file (saved scrapes), not both", "--url")
+    if from_files:
+        from alphagate.measure.live import measure_scrape_files
+
+        try:
+            saved = measure_scrape_files(from_files, model_name=model_name, engine=engine, k=k)
+        except MeasureError as exc:
+            _measure_error(exc)
+        _finish(saved, as_json, out, min_drafts)
+        return
+    urls = urls or []
     for u in urls:
         if not u.startswith(("http://", "https://")):
             fail(f"{u!r} is not an http(s) URL", "--url")
@@ -171,6 +192,32 @@ def live(
         and any("SGLang" in n for n in result.notes)
     )
     _finish(result, as_json, out, None if gauge_only else min_drafts)
+
+
+@measure_app.command("bench", short_help="Acceptance per class from a bench run's records.")
+def bench(
+    summary: Annotated[
+        Path, typer.Argument(help="A bench summary.json (its requests.jsonl beside it).")
+    ],
+    min_drafts: Annotated[
+        int, typer.Option("--min-drafts", min=1, help="Exit 3 below this many drafts.")
+    ] = 2000,
+    out: OutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Acceptance a bench run measured: per traffic class from the server's per-request counts
+    (vLLM --per-request-spec-decode-metrics), cluster-robust over requests; else the server's
+    counters for all traffic (or for the one class a run sent)."""
+    from alphagate.bench.acceptance import measure_bench
+    from alphagate.core.errors import ConfigError
+
+    if out is not None:
+        check_output_path(out, "--out", directory=False)
+    try:
+        result = measure_bench(summary)
+    except ConfigError as exc:
+        _measure_error(exc)
+    _finish(result, as_json, out, min_drafts)
 
 
 @measure_app.command("prometheus", short_help="Acceptance over a window from Prometheus.")

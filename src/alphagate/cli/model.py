@@ -241,7 +241,8 @@ def memory(
         typer.Option(
             "--target",
             "-t",
-            help="Target: a preset (llama-3.1-8b, llama-3.3-70b, llama-3.2-1b) or config.json.",
+            help="Target: a preset (llama-3.3-70b-fp8, llama-3.3-70b, llama-3.1-8b, "
+            "llama-3.1-8b-fp8, llama-3.2-1b) or config.json.",
         ),
     ],
     draft: Annotated[

@@ -56,6 +56,20 @@ from alphagate.cli._options import (
 )
 
 
+def _plan_file(out: Path | None) -> str:
+    """The plan JSON that ``--out`` writes (and the printed gate commands read)."""
+    if out is None:
+        return "plan.json"
+    return str(out if out.suffix.lower() == ".json" else out.with_suffix(".json"))
+
+
+def _out_stem(out: Path | None) -> str:
+    """Where the printed re-plan commands write, beside ``--out``."""
+    if out is None:
+        return "plan"
+    return str(out.with_suffix(""))
+
+
 @app.command("plan", short_help="The staged rollout plan for your traffic.")
 def plan_cmd(
     ctx: typer.Context,
@@ -107,9 +121,11 @@ def plan_cmd(
         ),
     ] = None,
     alpha_from: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option(
-            "--alpha-from", help="Measured α: an alphagate results file or vllm bench serve JSON."
+            "--alpha-from",
+            help="Measured α: an alphagate results file (measure, bench summary) or vllm bench "
+            "serve JSON; repeat for files that each measure other classes.",
         ),
     ] = None,
     alpha_overall: Annotated[
@@ -122,8 +138,48 @@ def plan_cmd(
     prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN,
     output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN,
     url: Annotated[
-        str, typer.Option("--url", help="Server URL used in the printed commands.")
+        str,
+        typer.Option(
+            "--url", help="The baseline server (speculation off) the printed commands benchmark."
+        ),
     ] = "http://127.0.0.1:8000",
+    candidate_url: Annotated[
+        str | None,
+        typer.Option(
+            "--candidate-url",
+            help="The staging replica with speculation on, in the printed commands (default: "
+            "the --url host, next port).",
+        ),
+    ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats",
+            min=2,
+            max=20,
+            help="Alternated baseline/candidate runs per level in the printed A/B (their spread "
+            "is the gate's interval: with 5, Student's t is 2.8 standard errors).",
+        ),
+    ] = 5,
+    bench_requests: Annotated[
+        int | None,
+        typer.Option(
+            "--bench-requests",
+            min=1,
+            max=10_000_000,
+            help="Requests per level and run in the printed bench commands (default: 384 over "
+            "the runs, for the gate's 1% error-rate rule, and 4 per user at the peak).",
+        ),
+    ] = None,
+    p99_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--p99-budget",
+            callback=finite_float("--p99-budget", 1.0, 10.0),
+            help="Allow the candidate's P99 ITL per token at the target up to this many times the "
+            "baseline's (1.1 = 10% worse); default: not worse.",
+        ),
+    ] = None,
     served_model: Annotated[
         str | None,
         typer.Option(
@@ -168,7 +224,7 @@ def plan_cmd(
 
     from alphagate.core.errors import ConfigError
     from alphagate.plan import PlanRequest, build_plan
-    from alphagate.plan.measured import apply_measurement, load_measurement
+    from alphagate.plan.measured import apply_measurement, load_measurement, merge_measurements
     from alphagate.report.plan import render_plan_console, render_plan_markdown
 
     if out is not None:
@@ -183,11 +239,15 @@ def plan_cmd(
         except ValueError as exc:
             fail(str(exc), "--engine-version")
     parsed = traffic_classes(classes, require_alpha=False)
-    if alpha_from is not None:
-        try:
-            parsed = apply_measurement(
-                parsed, load_measurement(alpha_from, k), overall=alpha_overall
+    if alpha_from:
+        if alpha_overall and len(alpha_from) > 1:
+            fail(
+                "--alpha-overall applies one file's overall α: give one --alpha-from",
+                "--alpha-overall",
             )
+        try:
+            measured = merge_measurements([load_measurement(f, k) for f in alpha_from])
+            parsed = apply_measurement(parsed, measured, overall=alpha_overall)
         except ConfigError as exc:
             config_error(exc, "--alpha-from")
     flags = CostFlags(
@@ -215,7 +275,14 @@ def plan_cmd(
             k=k,
             seed=seed,
             url=url,
+            candidate_url=candidate_url,
             served_model=served_model,
+            repeats=repeats,
+            bench_requests=bench_requests,
+            p99_budget=p99_budget,
+            plan_file=_plan_file(out),
+            out_stem=_out_stem(out),
+            calibration_file=None if calibration is None else str(calibration),
         )
         with status("planning…", as_json):
             plan = build_plan(req)
@@ -240,7 +307,7 @@ def plan_cmd(
     if as_json:
         print_json(plan.payload())
         return
-    console.print(render_plan_console(plan))
+    console.print(render_plan_console(plan), crop=False)
     if plot is not None:
         console.print(f"plots written to {plot}/")
     if out is not None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from alphagate.cli._app import app, config_error, console, fail, finite_float
+
+if TYPE_CHECKING:
+    from alphagate.specs.deployment import Method
 from alphagate.cli._options import (
     DEFAULT_DTYPE,
     DEFAULT_GPU,
@@ -41,6 +44,7 @@ from alphagate.cli._options import (
     StepOverheadOpt,
     TargetScaleOpt,
     TpOpt,
+    _is_default,
     calibrated_deployment,
     deployment,
     traffic_classes,
@@ -126,6 +130,32 @@ def twin_cmd(
     draft_time_scale: DraftScaleOpt = None,
     draft_tp: DraftTpOpt = None,
     cudagraph_max_tokens: CudagraphOpt = None,
+    speculative_config: Annotated[
+        str | None,
+        typer.Option(
+            "--speculative-config",
+            help="As vLLM's flag (a JSON object): num_speculative_tokens sets K, "
+            "num_speculative_tokens_per_batch_size the batch-size schedule, method the drafter "
+            "(when --method is not given); other keys are the engine's and are ignored.",
+        ),
+    ] = None,
+    per_request_spec_decode_metrics: Annotated[
+        Literal["none", "summary", "detailed"],
+        typer.Option(
+            "--per-request-spec-decode-metrics",
+            help="As vLLM's flag: each reply's final usage chunk carries its own "
+            "metrics.speculative_decoding counts (summary; detailed adds per-step arrays), which "
+            "bench records per request and per class.",
+        ),
+    ] = "none",
+    per_request_metrics: Annotated[
+        bool,
+        typer.Option(
+            "--enable-per-request-metrics",
+            help="As vLLM's flag: each reply's final usage chunk carries its timing "
+            "(time_to_first_token_ms, queue_time_ms, generation_time_ms, …; model time).",
+        ),
+    ] = False,
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False,
 ) -> None:
     """A vLLM-like OpenAI endpoint on the simulator, with or without speculative decoding.
@@ -153,6 +183,9 @@ def twin_cmd(
             "the API key is empty; omit --api-key (and unset ALPHAGATE_API_KEY) to serve without one",
             "--api-key",
         )
+    schedule = None
+    if speculative_config is not None:
+        k, schedule, method = _speculative(ctx, speculative_config, method)
     mix = (
         traffic_classes(classes, require_alpha=True)
         if classes
@@ -183,6 +216,7 @@ def twin_cmd(
             deployment=dep,
             workload=workload(prompt_len, output_len, mix),
             k=k,
+            k_by_batch_size=schedule,
             served_model_name=served,
             time_scale=time_scale,
             max_model_len=max_model_len,
@@ -190,20 +224,62 @@ def twin_cmd(
             seed=seed,
             log_stats_interval_s=log_stats_interval,
             emit_send_time=emit_send_time,
+            per_request_spec_decode_metrics=per_request_spec_decode_metrics,
+            enable_per_request_metrics=per_request_metrics,
         )
         spec = (
             f"K={k}, α " + ", ".join(f"{c.name} {c.alpha_label()}" for c in mix)
             if k
             else "no speculation"
         )
-        console.print(
-            f"alphagate twin: {served} on http://{host}:{port} — {dep.model} on {dep.gpu}, {spec}, "
-            f"time scale {time_scale:g}" + (f"; {profile.summary()}" if profile is not None else "")
-        )
-        serve(cfg, host, port)
+        where = f"[{host}]" if ":" in host else host
+
+        def listening(actual: int) -> None:
+            console.print(
+                f"alphagate twin: {served} on http://{where}:{actual} — {dep.model} on {dep.gpu}, "
+                f"{spec}, time scale {time_scale:g}"
+                + (f"; {profile.summary()}" if profile is not None else ""),
+                soft_wrap=True,
+            )
+
+        serve(cfg, host, port, listening)
     except ConfigError as exc:
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:
         config_error(exc)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", "--host/--port")
+
+
+def _speculative(
+    ctx: typer.Context, text: str, method: Method
+) -> tuple[int, list[list[int]] | None, Method]:
+    """K, the batch-size schedule and the method from a vLLM ``--speculative-config``."""
+    import json
+
+    from alphagate.specs.deployment import METHODS
+
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"not a JSON object: {exc}", "--speculative-config")
+    if not isinstance(cfg, dict):
+        fail("not a JSON object", "--speculative-config")
+    k = cfg.get("num_speculative_tokens")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 64:
+        fail("num_speculative_tokens must be an integer in 1..64", "--speculative-config")
+    if ctx.params.get("k") is not None and not _is_default(ctx, "k") and ctx.params["k"] != k:
+        fail(f"--k {ctx.params['k']} and num_speculative_tokens {k} disagree", "--k")
+    schedule = cfg.get("num_speculative_tokens_per_batch_size")
+    if schedule is not None and (
+        not isinstance(schedule, list)
+        or not all(isinstance(e, list) and all(isinstance(x, int) for x in e) for e in schedule)
+    ):
+        fail(
+            "num_speculative_tokens_per_batch_size must be a list of [start, end, K]",
+            "--speculative-config",
+        )
+    named = cfg.get("method")
+    if isinstance(named, str) and named in METHODS and _is_default(ctx, "method"):
+        method = named  # type: ignore[assignment]
+    return k, schedule, method

@@ -37,6 +37,7 @@ class RuleResult(Frozen):
     result: Outcome
     why: str
     evidence: str
+    basis: str = Field(default="", description="what the interval is made of")
 
 
 class GateResult(Results):
@@ -47,25 +48,48 @@ class GateResult(Results):
     exit_code: int
     results: list[RuleResult]
     sources: list[str]
+    notes: list[str] = Field(default_factory=list, description="what the evidence could not tell")
 
 
 def _acceptance_value(metric: str, est: AcceptanceEstimate) -> Value:
+    basis = est.interval_basis
     if metric == "draft_acceptance_rate":
         return Value(
-            est.draft_acceptance_rate, est.draft_acceptance_rate_ci, est.num_drafts, "drafts"
+            est.draft_acceptance_rate,
+            est.draft_acceptance_rate_ci,
+            est.num_drafts,
+            "drafts",
+            basis=basis,
         )
     if metric == "alpha":
-        return Value(est.alpha_iid, est.alpha_iid_ci, est.num_drafts, "drafts")
+        return Value(est.alpha_iid, est.alpha_iid_ci, est.num_drafts, "drafts", basis=basis)
     return Value(
-        est.mean_acceptance_length, est.mean_acceptance_length_ci, est.num_drafts, "drafts"
+        est.mean_acceptance_length,
+        est.mean_acceptance_length_ci,
+        est.num_drafts,
+        "drafts",
+        basis=basis,
     )
 
 
-def _judge(rule: Rule, v: Value, minimum: int, allow_point: bool) -> tuple[Outcome, str]:
+def _judge(rule: Rule, v: Value, minimum: int, rs: RuleSet) -> tuple[Outcome, str]:
+    allow_point = rs.allow_point_estimates
     if v.value is None:
         return "insufficient", v.missing or "no value: the evidence does not contain this quantity"
+    if v.distorted:
+        return "insufficient", (
+            "the A/B measured its client or server falling behind, not the server: "
+            + "; ".join(v.distorted)
+            + " — rerun on a quieter machine (or fewer streams per client process)"
+        )
     if v.n < minimum:
         return "insufficient", f"{v.n:,.0f} {v.unit} < the {minimum:,} needed to decide"
+    if v.single_run and not rs.allow_single_run:
+        return "insufficient", (
+            f"one run per side ({v.value:.3g}): an interval within one run cannot see the "
+            "variation between runs — bench --repeats 3 (or more) alternates them; "
+            "--allow-single-run judges it anyway"
+        )
     if v.interval is None and not allow_point:
         return "insufficient", (
             f"a point estimate ({v.value:.4g}) with no interval to bound it; "
@@ -73,6 +97,8 @@ def _judge(rule: Rule, v: Value, minimum: int, allow_point: bool) -> tuple[Outco
         )
     lo, hi = (v.interval.low, v.interval.high) if v.interval else (v.value, v.value)
     note = "" if v.interval else " (a point estimate, judged as it is)"
+    if v.single_run and v.interval:
+        note = " (one run per side, judged on its within-run interval as asked)"
     if rule.op == ">=":
         if lo >= rule.threshold:
             return "pass", f"the 95% interval is above {rule.threshold:.4g}{note}"
@@ -96,8 +122,10 @@ def _evidence_for(rule: Rule, ev: Evidence, rs: RuleSet) -> tuple[Value, str, in
         est = ev.acceptance.get(rule.cls)
         if est is None and rule.cls is not None and None in ev.acceptance:
             return (
-                f"no measurement of class {rule.cls}, only of all traffic: measure the class on "
-                "its own (bench its prompts in a run of their own, or measure offline)"
+                f"no measurement of class {rule.cls}, only of all traffic: serve with "
+                "--per-request-spec-decode-metrics summary (vLLM ≥ 0.32) and bench with the "
+                "dataset's classes, or bench the class alone (bench --only-class "
+                f"{rule.cls}), or measure it offline"
             )
         if est is None:
             return "no acceptance evidence was given for it"
@@ -142,7 +170,7 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
             )
             continue
         v, src, minimum = found
-        outcome, why = _judge(rule, v, minimum, rs.allow_point_estimates)
+        outcome, why = _judge(rule, v, minimum, rs)
         margin = (
             None
             if v.value is None
@@ -159,6 +187,7 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
                 result=outcome,
                 why=why,
                 evidence=src,
+                basis=v.basis,
             )
         )
     outcomes = {r.result for r in results}
@@ -166,5 +195,9 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
         "fail" if "fail" in outcomes else "insufficient" if "insufficient" in outcomes else "pass"
     )
     return GateResult(
-        decision=decision, exit_code=EXIT_CODES[decision], results=results, sources=ev.sources
+        decision=decision,
+        exit_code=EXIT_CODES[decision],
+        results=results,
+        sources=ev.sources,
+        notes=list(dict.fromkeys(ev.notes)),
     )

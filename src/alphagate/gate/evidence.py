@@ -2,31 +2,26 @@
 A/B comparisons (from bench summaries with their ``requests.jsonl``, or ``vllm bench serve`` JSON).
 
 Every value comes with its 95% interval where the evidence allows one: acceptance from the
-counts (:mod:`alphagate.measure.estimate`), A/B ratios from a bootstrap over requests (both sides
-resampled, seeded), error rates from a Wilson interval.
+counts (:mod:`alphagate.measure.estimate`), A/B ratios from the spread between repeated runs
+(:mod:`alphagate.bench.ab`; one run: a within-run interval, marked as such), error rates from a
+Wilson interval.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import ValidationError
 
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
-from alphagate.bench.slo import SLO, missed_bounds
+from alphagate.bench.slo import SLO
 from alphagate.core.errors import ConfigError, invalid
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, wilson
 from alphagate.measure.results import MeasureResult
 
 __all__ = ["ABSide", "Evidence", "Value", "load_bench", "load_measure", "load_vllm_result"]
-
-BOOTSTRAP = 400
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -38,6 +33,9 @@ class Value:
     n: float
     unit: str  # "drafts" or "requests"
     missing: str = ""  # why there is no value, when there is none
+    single_run: bool = False  # an A/B of one run per side: its interval is within the run
+    basis: str = ""  # what the interval is made of
+    distorted: tuple[str, ...] = ()  # why a run of the A/B measured the client, not the server
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,7 @@ class ABSide:
     level: LevelSummary | None
     point: dict[str, float] = field(default_factory=dict)  # vllm bench serve: means and p99s
     slo: SLO | None = None  # the bench run's --slo, for goodput
+    source: str = ""  # the file it came from
 
 
 @dataclass
@@ -62,6 +61,7 @@ class Evidence:
         default_factory=lambda: {"baseline": {}, "candidate": {}}
     )
     sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the evidence could not tell
 
     def add_acceptance(
         self,
@@ -153,8 +153,11 @@ def _records(path: Path, result: BenchResult) -> list[RequestRecord]:
 
 def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
     """An ``alphagate bench`` summary. With baseline and candidate levels: A/B evidence per level;
-    with ``role`` ("baseline"/"candidate"): one side of an A/B split over two runs. A level's
-    acceptance (server counters) is acceptance evidence for all traffic."""
+    with ``role`` ("baseline"/"candidate"): one side of an A/B split over two runs. Acceptance
+    per class from the replies' per-request counts, else the server's counters for all traffic
+    (or for the one class a run sent): :func:`~alphagate.bench.acceptance.bench_acceptance`."""
+    from alphagate.bench.acceptance import bench_acceptance
+
     data = _read_json(path, "bench summary")
     try:
         result = BenchResult.model_validate(data)
@@ -168,12 +171,14 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
             ev.add_side(
                 side_role,
                 lv.concurrency,
-                ABSide(label=side_role, records=recs, level=lv, slo=result.slo),
+                ABSide(label=side_role, records=recs, level=lv, slo=result.slo, source=path.name),
             )
-        if lv.acceptance is not None and lv.acceptance.num_drafts > 0:
-            ev.add_acceptance(
-                None, lv.acceptance, f"{path.name} ({lv.target} {lv.level})", bench=True
-            )
+    measured = bench_acceptance(result, path.name)
+    if measured.overall is not None:
+        ev.add_acceptance(None, measured.overall, measured.overall_source, bench=True)
+    for name, est in measured.classes.items():
+        ev.add_acceptance(name, est, measured.class_source[name], bench=True)
+    ev.notes += measured.notes
     ev.sources.append(str(path))
 
 
@@ -214,127 +219,48 @@ def load_vllm_result(path: Path, ev: Evidence, role: str) -> None:
 
 
 # ---------------------------------------------------------------- A/B values with intervals
-def _per_request(
-    recs: list[RequestRecord],
-) -> tuple[FloatArray, FloatArray, list[FloatArray], list[FloatArray]]:
-    """Per request: output tokens, TPOT (NaN when undefined), per-token ITL values and weights."""
-    tokens, tpot, vals, wts = [], [], [], []
-    for r in recs:
-        if not r.ok or r.warmup:
-            continue
-        tokens.append(float(r.output_tokens or 0))
-        ok = (
-            r.output_tokens and r.output_tokens > 1 and r.ttft_s is not None and r.e2e_s is not None
-        )
-        tpot.append((r.e2e_s - r.ttft_s) / (r.output_tokens - 1) if ok else np.nan)  # type: ignore[operator]
-        v, w = r.itl_per_token_s()
-        vals.append(v)
-        wts.append(w)
-    return np.asarray(tokens), np.asarray(tpot), vals, wts
-
-
-def _p99(vals: list[FloatArray], wts: list[FloatArray], idx: npt.NDArray[np.int64]) -> float:
-    v = np.concatenate([vals[i] for i in idx]) if len(idx) else np.zeros(0)
-    w = np.concatenate([wts[i] for i in idx]) if len(idx) else np.zeros(0)
-    if v.size == 0:
-        return float("nan")
-    order = np.argsort(v)
-    cw = np.cumsum(w[order])
-    return float(v[order][min(np.searchsorted(cw, 0.99 * cw[-1]), v.size - 1)])
-
-
-def _bootstrap(
-    stat: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], float], nb: int, nc: int
-) -> tuple[float | None, Interval | None]:
-    """The statistic on all requests, and its 95% percentile-bootstrap interval (both sides
-    resampled, seeded: the same files give the same interval)."""
-    rng = np.random.default_rng(0)
-    point = stat(np.arange(nb), np.arange(nc))
-    boots = np.array(
-        [stat(rng.integers(0, nb, nb), rng.integers(0, nc, nc)) for _ in range(BOOTSTRAP)]
-    )
-    boots = boots[np.isfinite(boots)]
-    interval = (
-        Interval(low=float(np.quantile(boots, 0.025)), high=float(np.quantile(boots, 0.975)))
-        if boots.size
-        else None
-    )
-    return (point if np.isfinite(point) else None), interval
-
-
-def _goodput_value(base: ABSide, cand: ABSide) -> Value:
-    """Candidate ÷ baseline good requests per second under the runs' SLO (failed requests are
-    never good)."""
-    slo = cand.slo or base.slo
-    if slo is None:
-        return Value(None, None, 0.0, "requests", "the bench runs had no --slo: goodput needs one")
-    if not base.records or not cand.records or base.level is None or cand.level is None:
-        gb = base.level.goodput if base.level else None
-        gc = cand.level.goodput if cand.level else None
-        if gb is None or gc is None or gb.good_requests_per_s <= 0:
-            return Value(None, None, 0.0, "requests")
-        return Value(gc.good_requests_per_s / gb.good_requests_per_s, None, gc.requests, "requests")
-
-    def good(side: ABSide) -> FloatArray:
-        return np.asarray(
-            [float(missed_bounds(r, slo) == []) for r in side.records if not r.warmup]
-        )
-
-    g_b, g_c = good(base), good(cand)
-    d_b, d_c = base.level.overall.duration_s, cand.level.overall.duration_s
-
-    def stat(bi: npt.NDArray[np.int64], ci: npt.NDArray[np.int64]) -> float:
-        den = g_b[bi].sum() / d_b
-        return float((g_c[ci].sum() / d_c) / den) if den > 0 else float("nan")
-
-    if g_b.size == 0 or g_c.size == 0:
-        return Value(None, None, 0.0, "requests")
-    if g_b.sum() == 0:
-        return Value(
-            None,
-            None,
-            float(min(g_b.size, g_c.size)),
-            "requests",
-            f"no baseline request met the SLO ({g_c.sum():.0f} of {g_c.size} candidate requests "
-            "did): the ratio is unbounded",
-        )
-    point, interval = _bootstrap(stat, g_b.size, g_c.size)
-    return Value(point, interval, float(min(g_b.size, g_c.size)), "requests")
-
-
 def ab_value(metric: str, base: ABSide, cand: ABSide) -> Value:
-    """Candidate vs baseline on ``metric`` with a bootstrap interval over requests."""
-    if metric == "goodput_speedup":
-        return _goodput_value(base, cand)
-    if metric == "error_rate":
-        recs = [r for r in cand.records if not r.warmup]
-        if not recs:
+    """Candidate vs baseline on ``metric`` from the two sides' records
+    (:func:`alphagate.bench.ab.ab_value`: between-run intervals when the runs repeat), or the
+    point ratio of two summaries without records."""
+    from alphagate.bench.ab import ab_value as measured
+
+    if not base.records or not cand.records:
+        if metric == "error_rate" and not cand.records:
             failed = cand.point.get("failed", 0.0)
             total = failed + cand.point.get("completed", 0.0)
             return Value(
                 failed / total if total else None, wilson(failed, total), total, "requests"
             )
-        failed = float(sum(not r.ok for r in recs))
-        return Value(failed / len(recs), wilson(failed, len(recs)), len(recs), "requests")
-    if not base.records or not cand.records:
+        if metric == "goodput_speedup":
+            return _goodput_point(base, cand)
         return _point_ab(metric, base, cand)
-    b, c = _per_request(base.records), _per_request(cand.records)
-    n = float(min(b[0].size, c[0].size))
+    v = measured(metric, base.records, cand.records, cand.slo or base.slo)
+    distorted = tuple(
+        f"{side.label} ({side.source}): {why}"
+        for side in (base, cand)
+        if side.level is not None and side.level.validity is not None
+        for why in side.level.validity.reasons
+        if side.level.validity.distorted
+    )
+    return Value(
+        v.value,
+        v.interval,
+        v.requests,
+        "requests",
+        v.missing,
+        single_run=v.single_run and metric != "error_rate",
+        basis=v.basis,
+        distorted=distorted if metric != "error_rate" else (),
+    )
 
-    def stat(bi: npt.NDArray[np.int64], ci: npt.NDArray[np.int64]) -> float:
-        if metric == "throughput_speedup":
-            db = base.level.overall.duration_s if base.level else 1.0
-            dc = cand.level.overall.duration_s if cand.level else 1.0
-            return float((c[0][ci].sum() / dc) / (b[0][bi].sum() / db))
-        if metric == "tpot_speedup":
-            return float(np.nanmean(b[1][bi]) / np.nanmean(c[1][ci]))
-        return _p99(b[2], b[3], bi) / _p99(c[2], c[3], ci)
 
-    nb, nc = b[0].size, c[0].size
-    if nb == 0 or nc == 0:
-        return Value(None, None, n, "requests")
-    point, interval = _bootstrap(stat, nb, nc)
-    return Value(point, interval, n, "requests")
+def _goodput_point(base: ABSide, cand: ABSide) -> Value:
+    gb = base.level.goodput if base.level else None
+    gc = cand.level.goodput if cand.level else None
+    if gb is None or gc is None or gb.good_requests_per_s <= 0:
+        return Value(None, None, 0.0, "requests", "the bench runs had no --slo: goodput needs one")
+    return Value(gc.good_requests_per_s / gb.good_requests_per_s, None, gc.requests, "requests")
 
 
 def _point_ab(metric: str, base: ABSide, cand: ABSide) -> Value:

@@ -35,6 +35,7 @@ Metric = Literal[
     "itl_per_token_p99_speedup",
     "goodput_speedup",
     "error_rate",
+    "itl_per_token_p99_ms",
 ]
 #: How each metric reads in a table (the JSON keeps the metric names).
 LABELS = {
@@ -46,6 +47,7 @@ LABELS = {
     "itl_per_token_p99_speedup": "P99 ITL/token speedup",
     "goodput_speedup": "goodput speedup",
     "error_rate": "error rate",
+    "itl_per_token_p99_ms": "P99 ITL/token (ms)",
 }
 #: the values a threshold of each metric can take
 RANGES: dict[str, tuple[float, float]] = {
@@ -57,6 +59,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "itl_per_token_p99_speedup": (0.0, 1000.0),
     "goodput_speedup": (0.0, 1000.0),
     "error_rate": (0.0, 1.0),
+    "itl_per_token_p99_ms": (0.0, 1e6),
 }
 ACCEPTANCE_METRICS = ("draft_acceptance_rate", "alpha", "mean_acceptance_length")
 AB_METRICS = (
@@ -65,6 +68,7 @@ AB_METRICS = (
     "itl_per_token_p99_speedup",
     "goodput_speedup",
     "error_rate",
+    "itl_per_token_p99_ms",
 )
 
 
@@ -102,6 +106,11 @@ class RuleSet(Frozen):
     allow_point_estimates: bool = Field(
         default=False,
         description="judge values without an interval (vllm bench serve summaries) as they are",
+    )
+    allow_single_run: bool = Field(
+        default=False,
+        description="judge an A/B of one run per side on its within-run interval (which cannot "
+        "see the variation between runs)",
     )
 
 
@@ -141,21 +150,25 @@ def rules_from_plan(path: Path) -> list[Rule]:
     for c in plan.classes:
         if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
             rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    at = plan.concurrency
     rules += [
-        Rule(
-            metric="tpot_speedup",
-            threshold=g.min_tpot_speedup,
-            concurrency=plan.concurrency,
-            source=src,
-        ),
+        Rule(metric="tpot_speedup", threshold=g.min_tpot_speedup, concurrency=at, source=src),
         Rule(
             metric="itl_per_token_p99_speedup",
             threshold=g.min_itl_per_token_p99_speedup,
-            concurrency=plan.concurrency,
-            source=src,
+            concurrency=at,
+            source=f"{src}; P99 budget {g.p99_budget:g}×: {g.p99_budget_source}",
         ),
-        Rule(
-            metric="error_rate", op="<=", threshold=0.01, concurrency=plan.concurrency, source=src
-        ),
+        Rule(metric="error_rate", op="<=", threshold=0.01, concurrency=at, source=src),
     ]
+    if g.max_itl_per_token_p99_ms is not None:
+        rules.append(
+            Rule(
+                metric="itl_per_token_p99_ms",
+                op="<=",
+                threshold=g.max_itl_per_token_p99_ms,
+                concurrency=at,
+                source=f"{src}; the P99 ITL SLO",
+            )
+        )
     return rules

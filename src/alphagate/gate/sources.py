@@ -13,7 +13,13 @@ from typing import NamedTuple
 
 from alphagate.gate.evidence import Evidence, load_bench, load_measure, load_vllm_result
 from alphagate.gate.rules import AB_METRICS, Metric, Rule, RuleSet
-from alphagate.measure.live import LiveConfig, LiveWindow, measure_live
+from alphagate.measure.live import (
+    LiveConfig,
+    LiveWindow,
+    looks_like_exposition,
+    measure_live,
+    measure_scrape_files,
+)
 from alphagate.measure.prometheus import PrometheusQuery, measure_prometheus
 from alphagate.measure.results import MeasureError, MeasureResult
 
@@ -29,6 +35,7 @@ FLAG_METRICS: dict[str, tuple[Metric, str]] = {
     "min_itl_per_token_p99_speedup": ("itl_per_token_p99_speedup", ">="),
     "min_goodput_speedup": ("goodput_speedup", ">="),
     "max_error_rate": ("error_rate", "<="),
+    "max_itl_per_token_p99_ms": ("itl_per_token_p99_ms", "<="),
 }
 
 
@@ -65,10 +72,18 @@ class EvidenceFiles(NamedTuple):
     vllm_candidate: Path | None
 
     def load(self) -> Evidence:
-        """Read every file (again: a watching gate sees files that are rewritten)."""
+        """Read every file (again: a watching gate sees files that are rewritten). Saved
+        ``/metrics`` scrapes among the measure files are one server's, in the order given."""
         ev = Evidence()
+        scrapes = [p for p in self.measure if looks_like_exposition(p)]
+        if scrapes:
+            m = measure_scrape_files(scrapes)
+            if m.overall is not None and m.overall.num_drafts > 0:
+                ev.add_acceptance(None, m.overall, m.source)
+            ev.sources += [str(p) for p in scrapes]
         for p in self.measure:
-            load_measure(p, ev)
+            if p not in scrapes:
+                load_measure(p, ev)
         for p in self.bench:
             load_bench(p, ev)
         if self.baseline is not None:

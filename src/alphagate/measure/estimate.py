@@ -46,6 +46,7 @@ __all__ = [
     "Batch",
     "Interval",
     "estimate",
+    "estimate_from_requests",
     "infer_k",
     "wilson",
 ]
@@ -167,10 +168,11 @@ def estimate(
     k: int | None = None,
     *,
     batches: list[Batch] | None = None,
+    batch_unit: str = "batches",
 ) -> AcceptanceEstimate:
     """The estimate and its intervals from counter totals over a window (and, when the source
-    saw the window in pieces, the counts of each piece). Raises ``ValueError`` on counts that
-    cannot come from one speculative decoder."""
+    saw the window in pieces, the counts of each piece — ``batch_unit`` names them). Raises
+    ``ValueError`` on counts that cannot come from one speculative decoder."""
     k = infer_k(per_pos, drafts, draft_tokens, k)
     counts = [float(x) for x in per_pos[: k or 0]] + [0.0] * max(0, (k or 0) - len(per_pos))
     _check(drafts, draft_tokens, accepted, counts if per_pos else [])
@@ -203,7 +205,7 @@ def estimate(
             cl_rho = t * _cluster_se(used, rho, 1)
             deff = max(1.0, (cl_rho / se_rho) ** 2) if se_rho > 0 else 1.0
             se_tau, se_rho = max(se_tau, cl_tau), max(se_rho, cl_rho)
-            basis = f"{len(used)} batches (cluster-robust)"
+            basis = f"{len(used)} {batch_unit} (cluster-robust)"
         tau_ci = Interval(
             low=max(1.0, tau - Z_95 * se_tau), high=max(1.0, min(1.0 + k, tau + Z_95 * se_tau))
         )
@@ -241,4 +243,26 @@ def estimate(
         acceptance_histogram=hist,
         interval_basis=basis,
         design_effect=deff if basis != "independent steps" else None,
+    )
+
+
+def estimate_from_requests(
+    counts: list[Batch], histograms: list[list[int]] | None, k: int | None
+) -> AcceptanceEstimate:
+    """Acceptance from per-request counts (drafts, draft tokens, accepted), each request a
+    cluster: the steps of one request share its prompt, so the intervals are cluster-robust over
+    requests (:func:`estimate`). ``histograms``: each request's steps accepting exactly j drafts
+    (j = 0..K), which give the per-position counts c_i = Σ_{j > i} h_j; None without them."""
+    drafts = float(sum(c[0] for c in counts))
+    draft_tokens = float(sum(c[1] for c in counts))
+    accepted = float(sum(c[2] for c in counts))
+    per_pos: list[float] = []
+    if histograms:
+        width = max(len(h) for h in histograms)
+        total = np.zeros(width)
+        for h in histograms:
+            total[: len(h)] += h
+        per_pos = [float(total[i + 1 :].sum()) for i in range(width - 1)]
+    return estimate(
+        drafts, draft_tokens, accepted, per_pos, k, batches=counts, batch_unit="requests"
     )

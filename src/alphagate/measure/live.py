@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import Field
 
@@ -20,7 +21,15 @@ from alphagate.measure.estimate import estimate
 from alphagate.measure.prom import CounterWindow, SpecAcceptance, SpecCounters, parse_spec_counters
 from alphagate.measure.results import MeasureError, MeasureResult
 
-__all__ = ["GAUGE_SCRAPES", "LiveConfig", "LiveWindow", "measure_live", "metrics_url"]
+__all__ = [
+    "GAUGE_SCRAPES",
+    "LiveConfig",
+    "LiveWindow",
+    "looks_like_exposition",
+    "measure_live",
+    "measure_scrape_files",
+    "metrics_url",
+]
 
 #: Scrapes averaged when a source has only SGLang's accept-length gauge and no --duration.
 GAUGE_SCRAPES = 5
@@ -118,9 +127,10 @@ class LiveWindow:
     """Counters of every replica since the first scrape: scrape, then read the acceptance over
     everything seen, or over a sliding window of the last ``window_s`` seconds."""
 
-    def __init__(self, cfg: LiveConfig) -> None:
+    def __init__(self, cfg: LiveConfig, sources: list[str] | None = None) -> None:
+        """``sources``: the replicas, when not ``cfg.urls`` (saved scrapes: one server)."""
         self.cfg = cfg
-        self.urls = [metrics_url(u) for u in cfg.urls]
+        self.urls = sources if sources is not None else [metrics_url(u) for u in cfg.urls]
         twice = sorted({u for u in self.urls if self.urls.count(u) > 1})
         if twice:
             raise MeasureError(f"a replica given twice would be counted twice: {', '.join(twice)}")
@@ -138,21 +148,30 @@ class LiveWindow:
 
         async with aiohttp.ClientSession() as session:
             if self.scrapes == 0:
-                snaps = await asyncio.gather(*(_scrape(session, u, self.cfg) for u in self.urls))
-                for w, snap in zip(self.windows, snaps, strict=True):
-                    w.add(snap)
-                    self.since_boot |= snap.since_boot
+                snaps: list[SpecCounters | None] = list(
+                    await asyncio.gather(*(_scrape(session, u, self.cfg) for u in self.urls))
+                )
             else:
-                for w, u in zip(self.windows, self.urls, strict=True):
+                snaps = []
+                for u in self.urls:
                     try:
-                        w.add(await _scrape(session, u, self.cfg))
+                        snaps.append(await _scrape(session, u, self.cfg))
                     except MeasureError as exc:
                         self.notes.append(f"{time.strftime('%H:%M:%S')}: {exc}")
+                        snaps.append(None)
+        self.add(snaps, time.time())
+
+    def add(self, snaps: list[SpecCounters | None], t: float) -> None:
+        """One scrape round, taken at Unix time ``t`` (None: that replica was not reached)."""
+        for w, snap in zip(self.windows, snaps, strict=True):
+            if snap is not None:
+                w.add(snap)
+                self.since_boot |= self.scrapes == 0 and snap.since_boot
         self.scrapes += 1
         k = max((max(w.per_pos) + 1 for w in self.windows if w.per_pos), default=0)
         self.history.append(
             _Totals(
-                time.time(),
+                t,
                 sum(w.drafts for w in self.windows),
                 sum(w.draft_tokens for w in self.windows),
                 sum(w.accepted for w in self.windows),
@@ -264,3 +283,63 @@ def measure_live(
 ) -> MeasureResult:
     """Scrape until ``min_drafts`` drafts or ``duration_s``; raises :class:`MeasureError`."""
     return asyncio.run(_watch(cfg, on_update))
+
+
+def looks_like_exposition(path: Path) -> bool:
+    """A saved ``/metrics`` scrape (Prometheus text exposition), not a JSON results file."""
+    try:
+        head = path.read_bytes()[:4096].lstrip()
+    except OSError:
+        return False
+    return not head.startswith((b"{", b"[")) and (head.startswith(b"#") or b"vllm:" in head)
+
+
+def measure_scrape_files(
+    paths: list[Path],
+    *,
+    model_name: str | None = None,
+    engine: str | None = None,
+    k: int | None = None,
+) -> MeasureResult:
+    """Acceptance between saved ``/metrics`` scrapes of one server (``curl …/metrics >
+    before.txt``, then after), in the order given: the counters' increase, with the same rules as
+    live scrapes (a restart counted from zero, one batch per interval). Raises
+    :class:`MeasureError` naming the file that is not a scrape."""
+    if len(paths) < 2:
+        raise MeasureError(
+            "saved scrapes need at least two files of the same server, before and after "
+            f"(got {len(paths)}: {', '.join(map(str, paths)) or 'none'})"
+        )
+    cfg = LiveConfig(urls=tuple(str(p) for p in paths), model_name=model_name, engine=engine, k=k)
+    win = LiveWindow(cfg, sources=[str(paths[0])])
+    times = []
+    for p in paths:
+        if not p.is_file():
+            raise MeasureError(f"scrape file not found (or not a file): {p}")
+        try:
+            text = p.read_text(encoding="utf-8")
+            snap = parse_spec_counters(text, model_name=model_name, engine=engine)
+        except UnicodeDecodeError:
+            raise MeasureError(f"{p}: not a UTF-8 text file (a saved /metrics scrape)") from None
+        except ValueError as exc:
+            raise MeasureError(f"{p}: not Prometheus text exposition ({exc})") from None
+        if not snap.present:
+            raise MeasureError(f"{p}: no speculative-decoding counters (speculation off?)")
+        if not snap.matched:
+            seen = ", ".join(sorted(snap.models_seen)) or "none"
+            raise MeasureError(f"{p}: no series match model_name={model_name!r} (seen: {seen})")
+        times.append(p.stat().st_mtime)
+        win.add([snap], times[-1])
+    res = win.result()
+    span = times[-1] - times[0]
+    return res.model_copy(
+        update={
+            "source": "saved scrapes " + " → ".join(p.name for p in paths),
+            "window_start": times[0] if span > 0 else None,
+            "window_end": times[-1] if span > 0 else None,
+            "window_s": span if span > 0 else None,
+            "notes": [*res.notes, "window from the files' modification times"]
+            if span > 0
+            else res.notes,
+        }
+    )

@@ -41,6 +41,7 @@ __all__ = [
     "SpecAcceptance",
     "SpecCounters",
     "acceptance_of",
+    "merge_acceptance",
     "parse_spec_counters",
     "spec_delta",
 ]
@@ -51,6 +52,12 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 SGLANG_ACCEPT_LENGTH = "sglang:spec_accept_length"
 _FAMILIES = (DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS)
+#: the twin's clock counters (alphagate.twin.metrics), by the field they fill
+_TWIN = {
+    "alphagate:twin_steps": "twin_steps",
+    "alphagate:twin_step_lag_seconds": "twin_lag_s",
+    "alphagate:twin_resyncs": "twin_resyncs",
+}
 
 
 SeriesKey = tuple[tuple[str, str], ...]
@@ -94,6 +101,10 @@ class SpecCounters:
     sglang_accept_length: list[float] = field(default_factory=list)
     since_boot: bool = False  # SGLang /get_server_info: τ averaged since the server started
     series: dict[SeriesKey, Series] = field(default_factory=dict)
+    #: the twin's own clock counters (``alphagate:twin_*``); None from any other server
+    twin_steps: float | None = None
+    twin_lag_s: float | None = None
+    twin_resyncs: float | None = None
 
     def __post_init__(self) -> None:
         if not self.series and (self.drafts or self.draft_tokens or self.accepted or self.per_pos):
@@ -119,6 +130,10 @@ def parse_spec_counters(
     c = SpecCounters()
     for fam in text_string_to_metric_families(text):
         name = _family_name(fam.name)
+        if name in _TWIN:
+            total = sum(s.value for s in fam.samples if s.name.endswith("_total"))
+            setattr(c, _TWIN[name], (getattr(c, _TWIN[name]) or 0.0) + total)
+            continue
         if name == SGLANG_ACCEPT_LENGTH:
             c.present = True
             for s in fam.samples:
@@ -242,6 +257,33 @@ def acceptance_of(windows: list[CounterWindow], k: int | None = None) -> SpecAcc
         **(est.model_dump() | {"sglang_accept_length": sum(sg) / len(sg) if sg else None}),
         counter_reset=any(w.resets for w in windows),
         sources=len(windows),
+    )
+
+
+def merge_acceptance(parts: list[SpecAcceptance]) -> SpecAcceptance:
+    """Several windows of the same servers (the runs of a level) as one: counts summed, each
+    window one batch of the cluster-robust interval. Raises ``ValueError`` on inconsistent
+    counts."""
+    if len(parts) == 1:
+        return parts[0]
+    width = max((len(p.accepted_per_pos) for p in parts), default=0)
+    per_pos = [sum(p.accepted_per_pos[i] for p in parts if i < len(p.accepted_per_pos))
+               for i in range(width)]  # fmt: skip
+    ks = [p.k for p in parts if p.k is not None]
+    est = estimate(
+        sum(p.num_drafts for p in parts),
+        sum(p.num_draft_tokens for p in parts),
+        sum(p.num_accepted_tokens for p in parts),
+        per_pos,
+        max(ks) if ks else None,
+        batches=[(p.num_drafts, p.num_draft_tokens, p.num_accepted_tokens) for p in parts],
+        batch_unit="runs",
+    )
+    sg = [p.sglang_accept_length for p in parts if p.sglang_accept_length is not None]
+    return SpecAcceptance(
+        **(est.model_dump() | {"sglang_accept_length": sum(sg) / len(sg) if sg else None}),
+        counter_reset=any(p.counter_reset for p in parts),
+        sources=max(p.sources for p in parts),
     )
 
 

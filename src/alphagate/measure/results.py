@@ -14,7 +14,9 @@ from alphagate.measure.offline_results import OfflineDetails
 
 __all__ = ["MeasureError", "MeasureResult", "SeriesPoint"]
 
-MeasureVerb = Literal["measure live", "measure prometheus", "measure logs", "measure offline"]
+MeasureVerb = Literal[
+    "measure live", "measure prometheus", "measure logs", "measure offline", "measure bench"
+]
 
 
 class MeasureError(ConfigError):

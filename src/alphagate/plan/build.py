@@ -13,14 +13,19 @@ The order of the computation is the order a reader decides in:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from alphagate import theory
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.engine_config import (
+    EngineCommand,
     compress_schedule,
     default_draft,
     sglang_flags,
+    sglang_launch_argv,
+    url_port,
+    vllm_serve_argv,
     vllm_speculative_config,
 )
 from alphagate.plan.predictions import Predictor, plan_levels
@@ -31,6 +36,7 @@ from alphagate.plan.records import (
     Gate,
     LoadRow,
     Memory,
+    P99Check,
     Plan,
     PlanRequest,
     Verdict,
@@ -224,11 +230,17 @@ def _routed_speedups(
 
 
 def _verdict(
-    req: PlanRequest, policy: _Policy, rows: list[LoadRow], classes: list[ClassRow], low_gain: float
+    req: PlanRequest,
+    policy: _Policy,
+    rows: list[LoadRow],
+    classes: list[ClassRow],
+    low_gain: float,
+    also_away: frozenset[str] = frozenset(),
 ) -> tuple[Verdict, list[str]]:
-    """The verdict and the classes to route away, for the shipped policy."""
+    """The verdict and the classes to route away, for the shipped policy (``also_away``: routed
+    for their tail, :func:`_p99_check`)."""
     target = next(r for r in rows if r.concurrency == req.concurrency)
-    away = [c.name for c in classes if not c.clears_gate]
+    away = [c.name for c in classes if not c.clears_gate or c.name in also_away]
     if target.k == 0 or target.throughput_speedup < MIN_GAIN or len(away) == len(classes):
         return "no-go", []
     if any(c.alpha_source == "prior" for c in classes) and low_gain < MIN_GAIN:
@@ -247,10 +259,21 @@ def _reason(
     headline: float,
     fleet: float,
     low_gain: float,
+    p99: P99Check | None = None,
 ) -> str:
     c, peak = req.concurrency, req.peak
     by = {r.concurrency: r for r in rows}
     t = by[c]
+    if verdict == "no-go" and p99 is not None and not p99.ok:
+        bound = (
+            f"{p99.budget:g}× the baseline's" if p99.slo_ms is None else
+            f"{p99.budget:g}× the baseline's and the {p99.slo_ms:g} ms SLO"
+        )  # fmt: skip
+        return (
+            f"at concurrency {c} speculation (K={p99.k}) gains {t.throughput_speedup:.2f}× "
+            f"throughput, but its P99 ITL per token rises {p99.off_ms:.1f} → {p99.on_ms:.1f} ms "
+            f"({p99.ratio:.2f}×), past {bound}, at every K and with any class routed away"
+        )
     if verdict == "no-go":
         paying = [r.concurrency for r in rows if r.k > 0]
         pays = f"; with this traffic it pays up to concurrency {max(paying)}" if paying else ""
@@ -326,23 +349,42 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
         fixed_rule_alpha=FIXED_RULE,
         fixed_rule_draft_acceptance_rate=float(theory.draft_acceptance_rate(FIXED_RULE, k)),
         min_tpot_speedup=min(1.05, (target.tpot_speedup or 1.0) / 1.1),
-        min_itl_per_token_p99_speedup=min(
-            1.0, target.itl_p99_off_ms / max(target.itl_p99_on_ms, 1e-9) / 1.1
+        min_itl_per_token_p99_speedup=1.0 / (req.p99_budget or P99_NOISE),
+        p99_budget=req.p99_budget or P99_NOISE,
+        p99_budget_source=(
+            f"--p99-budget {req.p99_budget:g}"
+            if req.p99_budget
+            else f"not worse than the baseline's beyond the run-to-run noise ({P99_NOISE - 1:.0%})"
         ),
+        max_itl_per_token_p99_ms=req.slo_p99_itl_ms,
     )
 
 
 def _change_verdict(
-    pred: Predictor, req: PlanRequest, verdict: Verdict, policy: _Policy, classes: list[ClassRow]
+    pred: Predictor,
+    req: PlanRequest,
+    verdict: Verdict,
+    policy: _Policy,
+    classes: list[ClassRow],
+    p99: P99Check | None = None,
 ) -> list[str]:
     """What would turn a no-go or measure-first plan, with the numbers."""
     if verdict not in ("no-go", "measure first"):
         return []
     c = req.concurrency
     out = []
+    if p99 is not None and not p99.ok:
+        need = math.ceil(p99.ratio * 100) / 100
+        out.append(
+            f"a P99 budget of {need:g}× the baseline's (--p99-budget {need:g}) would ship K={p99.k} "
+            f"at concurrency {c}, if the tail matters less than the {_speed(pred, c, classes, p99.k):.2f}× "
+            "throughput"
+        )
     needs = [(k, pred.breakeven(k, c)) for k in range(1, (req.k or req.k_max) + 1)]
     reachable = [(k, be) for k, be in needs if be is not None and be + GATE_MARGIN <= 1.0]
-    if reachable:
+    if p99 is not None and not p99.ok:
+        pass  # speculation pays here: no α is missing, only the tail
+    elif reachable:
         k, be = min(reachable, key=lambda x: x[1])
         a = be + GATE_MARGIN
         out.append(
@@ -363,6 +405,11 @@ def _change_verdict(
                 f"measure {x.name}'s α (Stage 2): its prior spans {x.alpha_low:.2f}–{x.alpha_high:.2f}"
             )
     return out
+
+
+def _speed(pred: Predictor, c: int, classes: list[ClassRow], k: int) -> float:
+    blend = tuple(TrafficClass(name=x.name, share=x.share, alpha=x.alpha) for x in classes)
+    return pred.sim_speedup(c, blend, k)
 
 
 def _memory(pred: Predictor) -> Memory:
@@ -415,6 +462,123 @@ def _policy_text(policy: _Policy, req: PlanRequest, verdict: Verdict) -> str:
     return f"K = {policy.fixed_k}{off}"
 
 
+#: the P99 ITL-per-token ratio (candidate ÷ baseline) a gate allows without a budget: the
+#: run-to-run noise an alternated A/B of a few runs resolves, no more
+P99_NOISE = 1.05
+
+
+def _pool(classes: list[_Cls], away: set[str] | list[str]) -> tuple[TrafficClass, ...]:
+    keep = [c.cls for c in classes if c.cls.name not in away]
+    total = sum(c.share for c in keep)
+    return tuple(c.model_copy(update={"share": c.share / total}) for c in keep)
+
+
+def _tail(
+    pred: Predictor, c: int, pool: tuple[TrafficClass, ...], k: int
+) -> tuple[float, float, float]:
+    """(P99 off, P99 on, throughput speedup) of a pool at concurrency ``c`` with K = ``k``."""
+    run = pred.paired(c, pool, k)
+    return (
+        run.baseline.itl_per_token_ms.p99 or 0.0,
+        run.spec.itl_per_token_ms.p99 or 0.0,
+        pred.sim_speedup(c, pool, k),
+    )
+
+
+def _p99_check(
+    pred: Predictor, req: PlanRequest, policy: _Policy, classes: list[_Cls], away: list[str]
+) -> tuple[P99Check | None, int | None, list[str]]:
+    """The recipe's tail watch at the target: the P99 ITL per token of the shipped pool must not
+    be worse than without speculation (``--p99-budget`` allows a ratio above 1, and
+    ``--slo-p99-itl-ms`` bounds it in ms). When it is, the plan ships what keeps it: the largest
+    paying K below the policy's at the target, else routing the lowest-α classes away, else
+    nothing (the verdict turns). Returns the check, the K to cap the policy at from the target up
+    (None: unchanged), and the classes to route away for their tail."""
+    c = req.concurrency
+    k = policy.k_at[c]
+    if k == 0 or len(away) == len(classes):
+        return None, None, []
+    budget = req.p99_budget or 1.0
+    slo = req.slo_p99_itl_ms
+
+    def ok(off: float, on: float, gain: float) -> bool:
+        return gain >= MIN_GAIN and on <= budget * off + 1e-9 and (slo is None or on <= slo)
+
+    def check(off: float, on: float, kk: int, fine: bool, action: str) -> P99Check:
+        return P99Check(
+            concurrency=c, k=kk, off_ms=off, on_ms=on, ratio=on / off if off > 0 else 1.0,
+            budget=budget, slo_ms=slo, ok=fine, action=action,
+        )  # fmt: skip
+
+    off, on, _ = _tail(pred, c, _pool(classes, away), k)
+    if on <= budget * off + 1e-9 and (slo is None or on <= slo):
+        return check(off, on, k, True, ""), None, []
+    first = (off, on)
+    tries = [(kk, *_tail(pred, c, _pool(classes, away), kk)) for kk in range(k - 1, 0, -1)]
+    good = [t for t in tries if ok(*t[1:])]
+    if good:
+        kk, o, n, _ = max(good, key=lambda t: t[3])
+        return (
+            check(o, n, kk, True, f"K lowered from {k} to {kk} at concurrency {c} and above"),
+            kk,
+            [],
+        )
+    kept = sorted((x for x in classes if x.cls.name not in away), key=lambda x: x.cls.alpha or 0)
+    extra: list[str] = []
+    for x in kept[:-1]:
+        extra.append(x.cls.name)
+        for kk in range(k, 0, -1):
+            o, n, g = _tail(pred, c, _pool(classes, [*away, *extra]), kk)
+            if ok(o, n, g):
+                names = ", ".join(extra)
+                return (
+                    check(o, n, kk, True, f"{names} routed without speculation for the tail"),
+                    kk if kk != k else None,
+                    extra,
+                )
+    return (
+        check(*first, k, False, f"no K in 1..{k} and no routing keeps it within the budget"),
+        None,
+        [],
+    )
+
+
+def _cap_policy(policy: _Policy, pred: Predictor, c: int, k_cap: int) -> _Policy:
+    """The policy with K at most ``k_cap`` from concurrency ``c`` up (the schedule from its
+    batch size up)."""
+    k_at = {lvl: min(k, k_cap) if lvl >= c else k for lvl, k in policy.k_at.items()}
+    b = int(pred.batch(c))
+    schedule = [min(k, k_cap) if i + 1 >= b else k for i, k in enumerate(policy.schedule)]
+    fixed = policy.fixed_k if policy.dynamic else min(policy.fixed_k, k_cap)
+    return _Policy(
+        policy.levels, k_at, fixed, policy.dynamic, schedule, policy.cut_at, policy.disable_above
+    )
+
+
+def _qualifiers(
+    req: PlanRequest, verdict: Verdict, classes: list[ClassRow], p99: P99Check | None
+) -> list[str]:
+    """What a GO rests on that is not measured, or that the user allowed."""
+    out = []
+    if verdict in ("go", "go for some classes only"):
+        priors = [c.name for c in classes if c.alpha_source == "prior"]
+        if priors:
+            out.append(f"on prior α for {', '.join(priors)}: Stage 2 measures it before the gate")
+    if p99 is not None and p99.ok and p99.action:
+        out.append(p99.action + " to keep the P99 ITL per token")
+    if p99 is not None and not p99.ok and verdict == "measure first":
+        out.append(
+            f"P99 ITL per token predicted {p99.ratio:.2f}× the baseline's at concurrency "
+            f"{p99.concurrency} at these α: the gate will hold it to {p99.budget:g}×"
+        )
+    if p99 is not None and p99.ok and p99.ratio > 1.0 + 1e-9:
+        out.append(
+            f"P99 ITL per token {p99.ratio:.2f}× the baseline's at concurrency {p99.concurrency}, "
+            f"within --p99-budget {p99.budget:g}"
+        )
+    return out
+
+
 def build_plan(req: PlanRequest) -> Plan:
     """Compute the plan for ``req`` (raises SpecError / ConfigError on impossible input)."""
     pred = Predictor(req)
@@ -426,6 +590,19 @@ def build_plan(req: PlanRequest) -> Plan:
     k_t = policy.k_at[req.concurrency]
     low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
     verdict, away = _verdict(req, policy, rows, class_rows, low_gain)
+    p99: P99Check | None = None
+    if verdict != "no-go":
+        p99, k_cap, tail_away = _p99_check(pred, req, policy, classes, away)
+        if k_cap is not None:
+            policy = _cap_policy(policy, pred, req.concurrency, k_cap)
+        if k_cap is not None or tail_away:
+            rows = _rows(pred, policy, blend)
+            class_rows = _class_rows(pred, req, policy, classes)
+            k_t = policy.k_at[req.concurrency]
+            low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
+            verdict, away = _verdict(req, policy, rows, class_rows, low_gain, frozenset(tail_away))
+        if p99 is not None and not p99.ok and verdict != "measure first":
+            verdict, away = "no-go", []
     headline, fleet = _routed_speedups(pred, req, k_t, classes, away)
     if not away:
         headline = fleet = pred.sim_speedup(req.concurrency, blend, k_t)
@@ -436,10 +613,22 @@ def build_plan(req: PlanRequest) -> Plan:
     k_top = max([1, *policy.schedule, *policy.k_at.values()])
     schedule = compress_schedule(policy.schedule) if policy.dynamic else []
     confidence, agreement = _schedule_confidence(policy, rows)
+    spec_cfg = vllm_speculative_config(
+        drafter, draft, k_top, pred.resolved.tp, schedule or None, pred.resolved.draft_tp
+    )
+    static_cfg = vllm_speculative_config(
+        drafter, draft, policy.fixed_k, pred.resolved.tp, None, pred.resolved.draft_tp
+    )
+    flags = sglang_flags(drafter, draft, policy.fixed_k)
+    engine_cmd = EngineCommand(pred.resolved, req.served_model)
+    serve_baseline, serve_candidate = _serve_commands(
+        req, engine_cmd, spec_cfg if policy.dynamic else static_cfg, flags
+    )
     plan = Plan(
         verdict=verdict,
-        reason=_reason(verdict, req, policy, rows, class_rows, headline, fleet, low_gain),
-        change_verdict=_change_verdict(pred, req, verdict, policy, class_rows),
+        qualifiers=_qualifiers(req, verdict, class_rows, p99),
+        reason=_reason(verdict, req, policy, rows, class_rows, headline, fleet, low_gain, p99),
+        change_verdict=_change_verdict(pred, req, verdict, policy, class_rows, p99),
         deployment=pred.resolved.describe(),
         deployment_detail=pred.resolved.summary(),
         method=drafter.method,
@@ -466,18 +655,18 @@ def build_plan(req: PlanRequest) -> Plan:
         blend_crossover_concurrency=pred.crossover(blend, policy.fixed_k),
         crossover_search_max=pred.b_max,
         memory=_memory(pred),
-        speculative_config=vllm_speculative_config(
-            drafter, draft, k_top, pred.resolved.tp, schedule or None, pred.resolved.draft_tp
-        ),
-        speculative_config_static=vllm_speculative_config(
-            drafter, draft, policy.fixed_k, pred.resolved.tp, None, pred.resolved.draft_tp
-        ),
+        speculative_config=spec_cfg,
+        speculative_config_static=static_cfg,
         dynamic_k_supported=policy.dynamic,
         batch_schedule=schedule,
         schedule_confidence=confidence,
         schedule_agreement=agreement,
         disable_above_concurrency=policy.disable_above,
-        sglang_flags=sglang_flags(drafter, draft, policy.fixed_k),
+        sglang_flags=flags,
+        serve_baseline=serve_baseline,
+        serve_candidate=[] if verdict == "no-go" else serve_candidate,
+        served_model=engine_cmd.served_name,
+        p99=p99,
         gate=None if verdict == "no-go" else _gate(pred, req, policy, rows),
         stages=[],
         risks=[],
@@ -491,6 +680,27 @@ def build_plan(req: PlanRequest) -> Plan:
             "risks": risks(req, pred, plan),
             "playbook": playbook(req, pred, plan),
         }
+    )
+
+
+def per_request_counts(req: PlanRequest) -> bool:
+    """Whether the engine returns per-request spec-decode counts (vLLM ≥ 0.32)."""
+    if req.engine != "vllm":
+        return False
+    return req.engine_version is None or parse_engine_version(req.engine_version) >= (0, 32)
+
+
+def _serve_commands(
+    req: PlanRequest, cmd: EngineCommand, spec: dict[str, object], flags: list[str]
+) -> tuple[list[str], list[str]]:
+    """The engine command of the baseline server and of the speculative staging replica."""
+    base_port = url_port(req.url, 8000)
+    cand_port = url_port(req.staging_url, base_port + 1)
+    if req.engine == "sglang":
+        return sglang_launch_argv(cmd, base_port, None), sglang_launch_argv(cmd, cand_port, flags)
+    return (
+        vllm_serve_argv(cmd, base_port, None),
+        vllm_serve_argv(cmd, cand_port, spec, per_request_metrics=per_request_counts(req)),
     )
 
 

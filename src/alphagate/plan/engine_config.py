@@ -6,22 +6,38 @@ Field names are vLLM's ``SpeculativeConfig`` (``vllm/config/speculative.py``): `
 ``prompt_lookup_max`` (n-gram) and ``num_speculative_tokens_per_batch_size`` (a list of inclusive
 ``[start, end, K]`` batch-size ranges, validated as ``vllm/v1/spec_decode/dynamic/utils.py`` does).
 SGLang flags are ``sglang.launch_server``'s ``--speculative-*`` (docs: speculative_decoding.md).
+
+:func:`vllm_serve_argv` and :func:`sglang_launch_argv` are the whole command that serves the
+deployment a plan modelled — the checkpoint in the modelled weight dtype (or the online
+quantization that gives it), the KV-cache dtype, tensor parallelism, the batch and token limits
+the simulation assumed — so that the command pasted is the deployment predicted. vLLM's flags are
+checked against the installed build's own argument parser by the real-engine tests; SGLang's
+against a copy of its ``ServerArgs`` flag list (``tests/plan/sglang_server_args.json``, commit
+named there).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
+from urllib.parse import urlsplit
 
-from alphagate.specs.deployment import DrafterConfig, NgramDrafter
+from alphagate.specs.deployment import DrafterConfig, NgramDrafter, ResolvedDeployment
+from alphagate.specs.models import checkpoint_for, preset_family
+from alphagate.specs.schedule import ScheduleError, compress_schedule, validate_schedule
 
 __all__ = [
     "DEFAULT_DRAFTS",
     "VLLM_SPEC_FIELDS",
+    "EngineCommand",
     "ScheduleError",
     "compress_schedule",
     "default_draft",
     "sglang_flags",
+    "sglang_launch_argv",
+    "url_port",
     "validate_schedule",
+    "vllm_serve_argv",
     "vllm_speculative_config",
 ]
 
@@ -49,44 +65,8 @@ DEFAULT_DRAFTS: Final[dict[tuple[str, str], str]] = {
 
 
 def default_draft(method: str, model: str) -> str | None:
-    """The public draft checkpoint for a preset target, if one is known."""
-    return DEFAULT_DRAFTS.get((method, model.lower()))
-
-
-class ScheduleError(ValueError):
-    """A batch-size schedule that vLLM's validation would reject."""
-
-
-def compress_schedule(k_by_batch: list[int]) -> list[list[int]]:
-    """``k_by_batch[b - 1]`` = K at batch size b → sorted inclusive ``[lo, hi, K]`` ranges from 1."""
-    out: list[list[int]] = []
-    for b, k in enumerate(k_by_batch, start=1):
-        if out and out[-1][2] == k:
-            out[-1][1] = b
-        else:
-            out.append([b, b, k])
-    return out
-
-
-def validate_schedule(schedule: list[list[int]], num_speculative_tokens: int) -> None:
-    """vLLM's rules (``vllm/v1/spec_decode/dynamic/utils.py``): non-empty 3-item entries, positive
-    sorted non-overlapping ranges starting at 1, start ≤ end, 0 ≤ K ≤ num_speculative_tokens."""
-    if not schedule:
-        raise ScheduleError("the schedule is empty")
-    prev_end = 0
-    for i, entry in enumerate(schedule):
-        if len(entry) != 3:
-            raise ScheduleError(f"entry {entry} does not have 3 items")
-        lo, hi, k = entry
-        if lo < 1 or hi < lo:
-            raise ScheduleError(f"entry {entry}: need 1 <= start <= end")
-        if i == 0 and lo != 1:
-            raise ScheduleError(f"entry {entry}: the first range must start at 1")
-        if i > 0 and lo <= prev_end:
-            raise ScheduleError(f"entry {entry}: ranges must be sorted and must not overlap")
-        if not 0 <= k <= num_speculative_tokens:
-            raise ScheduleError(f"entry {entry}: K must be in [0, {num_speculative_tokens}]")
-        prev_end = hi
+    """The public draft checkpoint for a preset target (or its FP8 checkpoint), if one is known."""
+    return DEFAULT_DRAFTS.get((method, preset_family(model) or model.lower()))
 
 
 def vllm_speculative_config(
@@ -140,3 +120,86 @@ def sglang_flags(drafter: DrafterConfig, draft: str | None, k: int) -> list[str]
         str(k + 1),
     ]
     return flags
+
+
+def url_port(url: str, default: int) -> int:
+    """The port a server URL names (``default`` when it names none)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = None
+    return port if port is not None else default
+
+
+#: vLLM ``--kv-cache-dtype`` / SGLang ``--kv-cache-dtype`` for the modelled KV dtype (bf16:
+#: the model's dtype, vLLM's and SGLang's ``auto``, so no flag)
+_VLLM_KV = {"fp8": "fp8"}
+_SGLANG_KV = {"fp8": "fp8_e4m3"}
+
+
+class EngineCommand:
+    """The serving command for one deployment: the checkpoint, and the engine flags that make
+    it the modelled one (shared by the baseline and the speculative server)."""
+
+    def __init__(self, resolved: ResolvedDeployment, served: str | None) -> None:
+        cfg = resolved.config
+        self.resolved = resolved
+        self.checkpoint, self.quantization = checkpoint_for(cfg.model, cfg.weight_dtype)
+        self.served = served
+
+    @property
+    def served_name(self) -> str:
+        """The model name clients send: ``--served-model-name``, else the checkpoint."""
+        return self.served or self.checkpoint
+
+
+def vllm_serve_argv(
+    cmd: EngineCommand,
+    port: int,
+    speculative: dict[str, Any] | None,
+    *,
+    per_request_metrics: bool = False,
+) -> list[str]:
+    """``vllm serve …`` as argv: the modelled deployment, on ``port``; with ``speculative``, the
+    ``--speculative-config`` (and, where the build has it, per-request spec-decode counts)."""
+    cfg = cmd.resolved.config
+    argv = ["vllm", "serve", cmd.checkpoint, "--tensor-parallel-size", str(cmd.resolved.tp)]
+    if cmd.quantization:
+        argv += ["--quantization", cmd.quantization]
+    if cfg.kv_dtype in _VLLM_KV:
+        argv += ["--kv-cache-dtype", _VLLM_KV[cfg.kv_dtype]]
+    argv += [
+        "--max-num-seqs", str(cfg.max_num_seqs),
+        "--max-num-batched-tokens", str(cfg.max_num_batched_tokens),
+    ]  # fmt: skip
+    if cmd.served:
+        argv += ["--served-model-name", cmd.served]
+    if port != 8000:
+        argv += ["--port", str(port)]
+    if speculative is not None:
+        if per_request_metrics:
+            argv += ["--per-request-spec-decode-metrics", "summary"]
+        argv += ["--speculative-config", json.dumps(speculative, separators=(",", ":"))]
+    return argv
+
+
+def sglang_launch_argv(cmd: EngineCommand, port: int, flags: list[str] | None) -> list[str]:
+    """``python -m sglang.launch_server …`` as argv: the modelled deployment on ``port``, with the
+    speculative ``flags`` (:func:`sglang_flags`) when given."""
+    cfg = cmd.resolved.config
+    argv = [
+        "python", "-m", "sglang.launch_server", "--model-path", cmd.checkpoint,
+        "--tp-size", str(cmd.resolved.tp),
+    ]  # fmt: skip
+    if cmd.quantization:
+        argv += ["--quantization", cmd.quantization]
+    if cfg.kv_dtype in _SGLANG_KV:
+        argv += ["--kv-cache-dtype", _SGLANG_KV[cfg.kv_dtype]]
+    argv += [
+        "--max-running-requests", str(cfg.max_num_seqs),
+        "--chunked-prefill-size", str(cfg.max_num_batched_tokens),
+    ]  # fmt: skip
+    if cmd.served:
+        argv += ["--served-model-name", cmd.served]
+    argv += ["--port", str(port)]
+    return argv + (flags or [])

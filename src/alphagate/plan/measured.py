@@ -30,7 +30,7 @@ from alphagate.core.errors import ConfigError, invalid
 from alphagate.core.records import Frozen
 from alphagate.core.traffic import TrafficClass
 
-__all__ = ["Measurement", "apply_measurement", "load_measurement"]
+__all__ = ["Measurement", "apply_measurement", "load_measurement", "merge_measurements"]
 
 
 class Measurement(Frozen):
@@ -132,6 +132,28 @@ def load_measurement(path: str | Path, k: int | None = None) -> Measurement:
     raise ConfigError(
         f"{p}: no per-class 'classes' object, no alphagate bench summary and no "
         "'spec_decode_acceptance_rate' (vllm bench serve) found"
+    )
+
+
+def merge_measurements(parts: list[Measurement]) -> Measurement:
+    """Several measurement files as one: their per-class figures together (a class measured in
+    two files is refused: which would the plan believe?), and the overall figure of a single
+    file."""
+    if len(parts) == 1:
+        return parts[0]
+    per: dict[str, float] = {}
+    where: dict[str, str] = {}
+    for m in parts:
+        for name, a in m.per_class.items():
+            if name in per:
+                raise ConfigError(
+                    f"class {name} is measured in both {where[name]} and {m.source}: give one"
+                )
+            per[name], where[name] = a, m.source
+    return Measurement(
+        source=", ".join(m.source for m in parts),
+        per_class=per,
+        overall=None,
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "Gate",
     "LoadRow",
     "Memory",
+    "P99Check",
     "Plan",
     "PlanRequest",
     "Playbook",
@@ -71,11 +72,45 @@ class PlanRequest(Frozen):
     )
     k_max: int = Field(default=8, ge=1, le=16, description="largest K considered")
     seed: int = Field(default=0, ge=0)
-    url: str = Field(default="http://127.0.0.1:8000", description="server URL in the commands")
+    url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="the baseline server (speculation off) the commands benchmark",
+    )
+    candidate_url: str | None = Field(
+        default=None,
+        description="the staging replica with speculation on; None: the baseline's host, next port",
+    )
     served_model: str | None = Field(default=None, description="model name the server serves")
+    repeats: int = Field(
+        default=5, ge=2, le=20, description="alternated A/B runs per level in the printed bench"
+    )
+    bench_requests: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="requests per level and run in the printed bench commands; None: enough for "
+        "the gate's error-rate rule over the runs, and 4 per user at the peak",
+    )
+    p99_budget: float | None = Field(
+        default=None,
+        ge=1.0,
+        le=10.0,
+        allow_inf_nan=False,
+        description="how many times the baseline's P99 ITL per token the candidate may have at "
+        "the target (1.1: 10% worse); None: not worse",
+    )
+    plan_file: str = Field(
+        default="plan.json", description="the plan JSON the printed gate commands read"
+    )
+    out_stem: str = Field(
+        default="plan", description="the --out name the printed re-plan commands derive from"
+    )
     calibration: CalibrationProfile | None = Field(
         default=None,
         description="the profile whose coefficients the deployment carries (alphagate calibrate)",
+    )
+    calibration_file: str | None = Field(
+        default=None, description="the profile's file, for the printed re-plan commands"
     )
 
     @field_validator("engine_version")
@@ -96,6 +131,19 @@ class PlanRequest(Frozen):
     @property
     def peak(self) -> int:
         return self.peak_concurrency or self.concurrency
+
+    @property
+    def staging_url(self) -> str:
+        """The candidate (speculative) server: given, or the baseline's host on the next port."""
+        if self.candidate_url is not None:
+            return self.candidate_url
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self.url)
+        port = (parts.port or (443 if parts.scheme == "https" else 80)) + 1
+        host = parts.hostname or "127.0.0.1"
+        host = f"[{host}]" if ":" in host else host
+        return urlunsplit((parts.scheme, f"{host}:{port}", parts.path, "", ""))
 
 
 class ClassRow(Frozen):
@@ -166,9 +214,12 @@ class Stage(Frozen):
     number: int
     title: str
     goal: str
-    commands: list[str]
+    commands: list[str] = Field(description="shell commands, one per line, run in order")
     exit_criteria: list[str]
     notes: list[str] = Field(default_factory=list)
+    config: str | None = Field(
+        default=None, description="a file to install (YAML: the Prometheus alert rules)"
+    )
 
 
 class Gate(Frozen):
@@ -189,10 +240,28 @@ class Gate(Frozen):
         description="candidate TPOT must be this many times lower (the prediction ÷ 1.1, ≤ 1.05)"
     )
     min_itl_per_token_p99_speedup: float = Field(
-        description="baseline ÷ candidate P99 ITL per token at the target: no worse than predicted"
-        " − 10% (≤ 1: a P99 better than the baseline is not required where the plan predicts a"
-        " worse one)"
+        description="baseline ÷ candidate P99 ITL per token at the target, at least: 1 ÷ the "
+        "P99 budget (not worse than the baseline's beyond the run-to-run noise, by default)"
     )
+    p99_budget: float = Field(description="candidate ÷ baseline P99 ITL per token allowed")
+    p99_budget_source: str = Field(description="where the budget came from")
+    max_itl_per_token_p99_ms: float | None = Field(
+        default=None, description="the candidate's P99 ITL per token at the target, at most (SLO)"
+    )
+
+
+class P99Check(Frozen):
+    """The recipe's tail watch: the P99 ITL per token of what the plan ships, at the target."""
+
+    concurrency: int
+    k: int = Field(description="K shipped there")
+    off_ms: float
+    on_ms: float
+    ratio: float = Field(description="on ÷ off (above 1: worse with speculation)")
+    budget: float = Field(description="the ratio allowed: 1, or --p99-budget")
+    slo_ms: float | None
+    ok: bool
+    action: str = Field(description="what the plan changed to keep it, or why it could not")
 
 
 class Playbook(Frozen):
@@ -208,6 +277,10 @@ class Plan(Results):
 
     verb: Literal["plan"] = "plan"
     verdict: Verdict
+    qualifiers: list[str] = Field(
+        default_factory=list,
+        description="what the verdict rests on that is not measured yet, or that it allows",
+    )
     reason: str = Field(description="why, in one sentence with every figure's concurrency")
     change_verdict: list[str] = Field(
         description="what measurement or change would turn a no-go or measure-first verdict"
@@ -246,6 +319,12 @@ class Plan(Results):
     schedule_agreement: float
     disable_above_concurrency: int | None
     sglang_flags: list[str]
+    serve_baseline: list[str] = Field(description="the engine command of the deployment today")
+    serve_candidate: list[str] = Field(
+        description="the same deployment with speculation, as shipped (empty for a no-go)"
+    )
+    served_model: str = Field(description="the model name clients send")
+    p99: P99Check | None = Field(description="the tail watch at the target (None: K = 0 there)")
     gate: Gate | None = Field(description="None for a no-go: nothing to gate")
     stages: list[Stage]
     risks: list[str]

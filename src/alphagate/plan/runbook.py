@@ -1,31 +1,35 @@
 """The runbook of a plan: stages with their commands and exit criteria, alert rules, risks, and
-the P99 playbook. Every number comes from the :class:`~alphagate.plan.records.Plan`; every
-command it prints exists (``alphagate bench``, ``measure``, ``plan``, ``gate``, ``vllm``,
-``sglang``); the gate commands read the plan as JSON (``plan.json``, written beside ``--out``).
+the P99 playbook. Every number comes from the :class:`~alphagate.plan.records.Plan`.
+
+Every command a stage prints runs as printed (a test follows the stages against twins): the
+engine commands are the modelled deployment (:mod:`alphagate.plan.engine_config`), the bench
+commands alternate baseline and candidate runs so that the gate's intervals see the run-to-run
+spread, acceptance is measured per class (from the server's per-request counts where the engine
+returns them, else one bench run per class), and the gate commands name the plan file that
+``--out`` wrote.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import shlex
 
 import numpy as np
 
+from alphagate.core.traffic import TrafficClass
 from alphagate.plan.predictions import Predictor
 from alphagate.plan.records import Plan, PlanRequest, Playbook, Stage
-from alphagate.specs.workload import length_mean, sample_lengths
+from alphagate.specs.deployment import DeploymentConfig
+from alphagate.specs.workload import length_mean, length_spec, sample_lengths
 
-__all__ = ["alert_rules", "num_prompts", "playbook", "risks", "served_name", "stages"]
-
-#: Hugging Face ids of the preset targets, for the commands a plan prints.
-PRESET_REPOS = {
-    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
-    "llama-3.3-70b": "meta-llama/Llama-3.3-70B-Instruct",
-    "llama-3.2-1b": "meta-llama/Llama-3.2-1B-Instruct",
-}
-
-#: The plan as JSON, beside the markdown (``alphagate plan … --out plan.md``); ``gate --plan``.
-PLAN_JSON = "plan.json"
+__all__ = [
+    "alert_rules",
+    "bench_requests",
+    "plan_argv",
+    "playbook",
+    "risks",
+    "stages",
+]
 
 PROMQL = [
     "ρ:  sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m])) / "
@@ -35,158 +39,259 @@ PROMQL = [
     "per position:  sum by (position) (rate(vllm:spec_decode_num_accepted_tokens_per_pos_total[5m])) "
     "/ scalar(sum(rate(vllm:spec_decode_num_drafts_total[5m])))",
 ]
+#: clean requests for the gate's error-rate rule (≤ 1%): Wilson's upper bound of 0 of 384 is
+#: 0.0099
+ERROR_RULE_REQUESTS = 384
+#: results of the printed commands
+BASELINE = "results/baseline"
+AB = "results/ab"
+ALPHA = "results/alpha.json"
+GATE = "results/gate.json"
 
 
-def served_name(req: PlanRequest) -> str:
-    model = req.deployment.model
-    return req.served_model or PRESET_REPOS.get(model.lower(), model)
+def _sh(argv: list[str]) -> str:
+    return shlex.join(argv)
 
 
-def num_prompts(p: Plan) -> int:
-    """Requests per bench level: 400 clean requests put the 95% upper bound of the error rate
-    under the gate's 1% (Wilson: 0 of 384 → 0.0099); more at a high peak."""
-    return max(400, 8 * p.peak_concurrency)
+def bench_requests(req: PlanRequest, p: Plan) -> int:
+    """Requests per level and run: the repeats together reach the error-rate rule's sample, and
+    every run sends at least 4 requests per user at the peak (so the batch fills)."""
+    if req.bench_requests is not None:
+        return req.bench_requests
+    return max(math.ceil(ERROR_RULE_REQUESTS / req.repeats), 4 * p.peak_concurrency)
 
 
-def _levels(p: Plan) -> list[int]:
-    return sorted({1, p.concurrency, p.peak_concurrency})
+def _bench_common(req: PlanRequest, p: Plan) -> list[str]:
+    return ["--endpoint", "chat", "--model", p.served_model, "--dataset", "traffic.jsonl"]
 
 
-def _bench(req: PlanRequest, p: Plan, out: str) -> str:
-    levels = ",".join(str(c) for c in _levels(p))
-    n = num_prompts(p)
-    return (
-        f"alphagate bench --url {req.url} --endpoint chat --model {served_name(req)} "
-        f"--dataset traffic.jsonl --concurrency {levels} --num-prompts {n} --seed 0 --out {out}"
-    )
+def _levels(*cs: int) -> str:
+    return ",".join(str(c) for c in sorted(set(cs)))
+
+
+def _bench_baseline(req: PlanRequest, p: Plan) -> str:
+    return _sh(
+        ["alphagate", "bench", "--url", req.url, *_bench_common(req, p),
+         "--concurrency", _levels(1, p.concurrency, p.peak_concurrency),
+         "--num-prompts", str(bench_requests(req, p)), "--seed", "0", "--out", BASELINE]
+    )  # fmt: skip
+
+
+def _bench_ab(req: PlanRequest, p: Plan) -> str:
+    return _sh(
+        ["alphagate", "bench", "--baseline-url", req.url, "--candidate-url", req.staging_url,
+         *_bench_common(req, p), "--concurrency", _levels(p.concurrency, p.peak_concurrency),
+         "--num-prompts", str(bench_requests(req, p)), "--repeats", str(req.repeats),
+         "--seed", "0", "--out", AB]
+    )  # fmt: skip
+
+
+def _class_out(name: str) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    return f"results/alpha-{safe}"
+
+
+def _bench_class(req: PlanRequest, p: Plan, name: str) -> str:
+    """One class alone against the candidate: the counters then measure that class (engines that
+    return no per-request counts)."""
+    return _sh(
+        ["alphagate", "bench", "--url", req.staging_url, *_bench_common(req, p),
+         "--only-class", name, "--concurrency", str(p.peak_concurrency),
+         "--num-prompts", str(bench_requests(req, p)), "--seed", "0", "--out", _class_out(name)]
+    )  # fmt: skip
+
+
+def _per_request(req: PlanRequest) -> bool:
+    from alphagate.plan.build import per_request_counts
+
+    return per_request_counts(req)
+
+
+def _measure_cmds(req: PlanRequest, p: Plan) -> tuple[list[str], list[str]]:
+    """The acceptance measurement (commands) and the files the re-plan reads."""
+    if _per_request(req) or len(p.classes) == 1:
+        return [_sh(["alphagate", "measure", "bench", f"{AB}/summary.json", "--out", ALPHA])], [
+            ALPHA
+        ]
+    cmds, files = [], []
+    for c in p.classes:
+        out = _class_out(c.name)
+        cmds += [
+            _bench_class(req, p, c.name),
+            _sh(["alphagate", "measure", "bench", f"{out}/summary.json", "--out", f"{out}.json"]),
+        ]
+        files.append(f"{out}.json")
+    return cmds, files
 
 
 def _native_baseline(req: PlanRequest, p: Plan) -> list[str]:
-    served = served_name(req)
-    n = num_prompts(p)
+    n = bench_requests(req, p)
     i, o = int(length_mean(req.workload.prompt_len)), int(length_mean(req.workload.output_len))
+    levels = sorted({1, p.concurrency, p.peak_concurrency})
     if req.engine == "vllm":
         return [
-            f"vllm bench serve --backend openai-chat --endpoint /v1/chat/completions "
-            f"--base-url {req.url} --model {served} --dataset-name random --random-input-len {i} "
-            f"--random-output-len {o} --num-prompts {n} --max-concurrency {c} --temperature 0 "
-            "--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 "
-            f"--save-result --result-filename baseline-c{c}.json"
-            for c in _levels(p)
+            _sh(
+                [
+                    "vllm",
+                    "bench",
+                    "serve",
+                    "--backend",
+                    "openai-chat",
+                    "--endpoint",
+                    "/v1/chat/completions",
+                    "--base-url",
+                    req.url,
+                    "--model",
+                    p.served_model,
+                    "--dataset-name",
+                    "random",
+                    "--random-input-len",
+                    str(i),
+                    "--random-output-len",
+                    str(o),
+                    "--num-prompts",
+                    str(n),
+                    "--max-concurrency",
+                    str(c),
+                    "--temperature",
+                    "0",
+                    "--percentile-metrics",
+                    "ttft,tpot,itl,e2el",
+                    "--metric-percentiles",
+                    "50,90,99",
+                    "--save-result",
+                    "--result-filename",
+                    f"baseline-c{c}.json",
+                ]
+            )
+            for c in levels
         ]
     return [
-        f"python -m sglang.bench_serving --backend sglang-oai-chat --base-url {req.url} "
-        f"--dataset-name random --random-input-len {i} --random-output-len {o} --num-prompts {n} "
-        f"--max-concurrency {c} --output-file baseline-c{c}.jsonl"
-        for c in _levels(p)
-    ]
-
-
-def _serve(req: PlanRequest, p: Plan, static: bool = False) -> str:
-    tp = p.deployment_detail.tp
-    if req.engine == "sglang":
-        return (
-            f"python -m sglang.launch_server --model-path {served_name(req)} --tp {tp} "
-            + " ".join(p.sglang_flags)
+        _sh(
+            [
+                "python",
+                "-m",
+                "sglang.bench_serving",
+                "--backend",
+                "sglang-oai-chat",
+                "--base-url",
+                req.url,
+                "--dataset-name",
+                "random",
+                "--random-input-len",
+                str(i),
+                "--random-output-len",
+                str(o),
+                "--num-prompts",
+                str(n),
+                "--max-concurrency",
+                str(c),
+                "--output-file",
+                f"baseline-c{c}.jsonl",
+            ]
         )
-    cfg = p.speculative_config_static if static else p.speculative_config
-    return (
-        f"vllm serve {served_name(req)} --tensor-parallel-size {tp} "
-        f"--speculative-config {shlex.quote(json.dumps(cfg))}"
-    )
-
-
-def _measure_live(req: PlanRequest) -> str:
-    return f"alphagate measure live --url {req.url} --min-drafts 2000 --out results/alpha-live.json"
-
-
-def _gate_ab() -> str:
-    return (
-        f"alphagate gate --plan {PLAN_JSON} --measure results/alpha-live.json "
-        "--baseline results/baseline/summary.json --candidate results/candidate/summary.json "
-        "--out results/gate.json"
-    )
-
-
-def _gate_watch(req: PlanRequest, minutes: int) -> str:
-    return (
-        f"alphagate gate --plan {PLAN_JSON} --baseline results/baseline/summary.json "
-        f"--candidate results/candidate/summary.json --url {req.url} --watch --interval 60 "
-        f"--duration {minutes * 60}"
-    )
-
-
-def _replan(req: PlanRequest, p: Plan) -> str:
-    d = req.deployment
-    parts = [
-        f"alphagate plan --model {d.model} --gpu {d.gpu} --dtype {d.weight_dtype} --method {d.method}",
-        *(f"--class {c.name}:{c.share:g}" for c in req.workload.classes),
-        f"--concurrency {req.concurrency}",
+        for c in levels
     ]
+
+
+def _defaults() -> DeploymentConfig:
+    return DeploymentConfig()
+
+
+def _alpha_text(c: TrafficClass) -> str:
+    if c.alpha_by_pos is not None:
+        return ",".join(f"{a:g}" for a in c.alpha_by_pos)
+    return f"{c.alpha:g}"
+
+
+def plan_argv(req: PlanRequest, p: Plan, *, alpha_from: list[str], out: str) -> list[str]:
+    """``alphagate plan …`` for the same deployment, traffic and load, with the classes' α read
+    from ``alpha_from`` (the measurement), written to ``out``."""
+    d, base = req.deployment, _defaults()
+    argv = ["alphagate", "plan", "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
+            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
+    if d.tp is not None:
+        argv += ["--tp", str(d.tp)]
+    if d.drafter.checkpoint:
+        argv += ["--draft", d.drafter.checkpoint]
+    if req.calibration_file is not None:
+        argv += ["--calibration", req.calibration_file]
+    else:
+        for field, flag in (
+            ("step_overhead_ms", "--step-overhead-ms"),
+            ("per_seq_overhead_us", "--per-seq-overhead-us"),
+            ("per_token_overhead_us", "--per-token-overhead-us"),
+            ("spec_step_overhead_ms", "--spec-overhead-ms"),
+            ("target_time_scale", "--target-time-scale"),
+            ("draft_time_scale", "--draft-time-scale"),
+            ("draft_tp", "--draft-tp"),
+            ("cudagraph_max_tokens", "--cudagraph-max-tokens"),
+        ):
+            value = getattr(d, field)
+            if value != getattr(base, field):
+                argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if d.max_num_seqs != base.max_num_seqs:
+        argv += ["--max-num-seqs", str(d.max_num_seqs)]
+    if d.max_num_batched_tokens != base.max_num_batched_tokens:
+        argv += ["--max-num-batched-tokens", str(d.max_num_batched_tokens)]
+    for c in req.workload.classes:
+        # a measurement replaces every α; without one, the α typed stays
+        given = not alpha_from and c.source == "given" and c.has_alpha
+        argv += ["--class", f"{c.name}:{c.share:g}" + (f":{_alpha_text(c)}" if given else "")]
+    argv += ["--concurrency", str(req.concurrency)]
     if req.peak != req.concurrency:
-        parts.append(f"--peak-concurrency {req.peak}")
-    parts.append("--alpha-from results/alpha-live.json --alpha-overall --out plan-measured.md")
-    return " ".join(parts)
+        argv += ["--peak-concurrency", str(req.peak)]
+    for spec, flag in (
+        (req.workload.prompt_len, "--prompt-len"),
+        (req.workload.output_len, "--output-len"),
+    ):
+        text = length_spec(spec)
+        if text is not None:
+            argv += [flag, text]
+    if req.engine != "vllm":
+        argv += ["--engine", req.engine]
+    if req.engine_version:
+        argv += ["--engine-version", req.engine_version]
+    if req.k is not None:
+        argv += ["--k", str(req.k)]
+    if req.slo_p99_itl_ms is not None:
+        argv += ["--slo-p99-itl-ms", f"{req.slo_p99_itl_ms:g}"]
+    if req.p99_budget is not None:
+        argv += ["--p99-budget", f"{req.p99_budget:g}"]
+    argv += ["--url", req.url, "--candidate-url", req.staging_url]
+    if req.served_model:
+        argv += ["--served-model", req.served_model]
+    if req.repeats != 5:
+        argv += ["--repeats", str(req.repeats)]
+    if req.bench_requests is not None:
+        argv += ["--bench-requests", str(req.bench_requests)]
+    if req.seed:
+        argv += ["--seed", str(req.seed)]
+    for f in alpha_from:
+        argv += ["--alpha-from", f]
+    return [*argv, "--out", out]
 
 
-def _baseline_stage(req: PlanRequest, p: Plan) -> Stage:
-    n = num_prompts(p)
+def _stage0(req: PlanRequest, p: Plan) -> Stage:
+    n = bench_requests(req, p)
+    names = ", ".join(c.name for c in p.classes)
     return Stage(
         number=0,
         title="Baseline",
-        goal="Measure the deployment without speculation at the concurrencies that matter.",
-        commands=[_bench(req, p, "results/baseline"), *_native_baseline(req, p)],
+        goal="Measure the deployment as it runs today, without speculation, at the concurrencies "
+        "that matter. traffic.jsonl holds production-like requests, one JSON object per line: "
+        f"prompt (or messages), max_tokens, and class (one of {names}).",
+        commands=[_sh(p.serve_baseline), _bench_baseline(req, p), *_native_baseline(req, p)],
         exit_criteria=[
             f"{n} requests completed per level with < 1% errors",
             "TTFT, TPOT, ITL per token (P50/P99) and output tokens/s recorded per level",
         ],
-    )
-
-
-def _no_go_stages(req: PlanRequest, p: Plan) -> list[Stage]:
-    return [
-        _baseline_stage(req, p),
-        Stage(
-            number=1,
-            title="What would change the verdict",
-            goal="Do not turn speculation on for this traffic at this concurrency. Re-plan when "
-            "one of the conditions under the verdict holds.",
-            commands=[],
-            exit_criteria=["a re-run plan with measured α says GO"],
-            notes=[
-                "Acceptance can be measured on a staging replica that serves a copy of the "
-                f"traffic with speculation on (`{_serve(req, p, static=True)}`), then "
-                f"`{_bench(req, p, 'results/candidate')}`, `{_measure_live(req)}` and "
-                f"`{_replan(req, p)}`."
-            ],
-        ),
-    ]
-
-
-def _gate_stage(req: PlanRequest, p: Plan) -> Stage:
-    g = p.gate
-    assert g is not None
-    return Stage(
-        number=3,
-        title="Gate",
-        goal=f"Ship only if the measured acceptance clears the gate decided at concurrency "
-        f"{g.concurrency} (K={g.k}), the hardest place the policy speculates.",
-        commands=[_gate_ab()],
-        exit_criteria=[
-            "alphagate gate exits 0 (1: a rule fails, do not ship; 3: not enough evidence "
-            "yet, bench or measure longer)",
-            f"ρ ≥ {g.draft_acceptance_rate_min:.3f} at K={g.k} (α ≥ {g.alpha_min:.2f} = break-even "
-            f"{g.alpha_breakeven:.2f} at concurrency {g.concurrency} + 0.05 margin; τ ≥ "
-            f"{g.mean_acceptance_length_min:.2f}) — the fixed rule α ≥ {g.fixed_rule_alpha} "
-            f"would be ρ ≥ {g.fixed_rule_draft_acceptance_rate:.3f} at this K",
-            f"P99 ITL per token at concurrency {p.concurrency} at most "
-            f"{1 / g.min_itl_per_token_p99_speedup:.2f}× the baseline's (the prediction + 10%)",
-            f"TPOT at least {g.min_tpot_speedup:.2f}× lower than the baseline at concurrency "
-            f"{p.concurrency}",
-        ],
         notes=[
-            f"The gate uses {g.quantity_gated}: its lower 95% bound must clear the threshold.",
-            "The same quantities in PromQL: " + "; ".join(PROMQL),
+            f"The first command is the deployment the plan modelled ({p.deployment_detail.model} "
+            f"{p.deployment_detail.weight_dtype}, TP={p.deployment_detail.tp}, its batch and "
+            "token limits); skip it if that server is already running at "
+            f"{req.url}. The vLLM bench lines are the same baseline through the engine's own "
+            "client."
         ],
     )
 
@@ -215,37 +320,91 @@ def _enable_stage(req: PlanRequest, p: Plan) -> Stage:
         if p.verdict == "measure first"
         else "on a staging replica"
     )
+    counts = (
+        " --per-request-spec-decode-metrics summary makes every reply carry its own "
+        "acceptance counts, which bench records per class."
+        if _per_request(req)
+        else ""
+    )
     return Stage(
         number=1,
         title="Enable speculative decoding",
-        goal=f"Turn on {p.method} with {p.policy} {why}.{routed}",
-        commands=[_serve(req, p, static=not p.dynamic_k_supported)],
+        goal=f"Turn on {p.method} with {p.policy} {why}, at {req.staging_url}.{routed}",
+        commands=[_sh(p.serve_candidate)],
         exit_criteria=[
             "the server starts and exports vllm:spec_decode_* counters"
             if req.engine == "vllm"
             else "the server starts and logs accept len"
         ],
-        notes=[note],
+        notes=[note + counts],
     )
 
 
 def _measure_stage(req: PlanRequest, p: Plan) -> Stage:
+    cmds, files = _measure_cmds(req, p)
+    stem = f"{req.out_stem}-measured.md"
+    how = (
+        "the server's per-request counts, per class"
+        if _per_request(req) or len(p.classes) == 1
+        else "one run per class against the candidate (this engine returns no per-request "
+        "counts: its counters measure the class a run sends)"
+    )
     return Stage(
         number=2,
-        title="Measure α on real traffic",
-        goal="Replace every prior with a measurement: replay production-like prompts and read "
-        "the engine's counters.",
-        commands=[_bench(req, p, "results/candidate"), _measure_live(req), _replan(req, p)],
+        title="Measure α and the A/B",
+        goal=f"Replace every prior with a measurement: baseline and candidate alternated "
+        f"{req.repeats} times per level (the gate's intervals come from the spread between runs), "
+        f"and α from {how}.",
+        commands=[_bench_ab(req, p), *cmds, _sh(plan_argv(req, p, alpha_from=files, out=stem))],
         exit_criteria=[
-            "≥ 2,000 drafts (measure live exits 0; 3 means keep the traffic flowing); ρ known "
-            "to ±0.02 (95% CI from the counts)",
-            "conditional α per position computed (per-position rate ÷ previous position)",
-            "the re-run plan (plan-measured.md) keeps its verdict",
+            "≥ 2,000 drafts per class (measure bench exits 0; 3 means send more requests)",
+            f"no run marked distorted in {AB}/summary.json (a client or server that fell behind "
+            "measures itself, not the deployment)",
+            f"the re-run plan ({stem}) keeps its verdict",
+        ],
+    )
+
+
+def _gate_cmd(req: PlanRequest, p: Plan) -> list[str]:
+    argv = ["alphagate", "gate", "--plan", req.plan_file, "--bench", f"{AB}/summary.json"]
+    if not (_per_request(req) or len(p.classes) == 1):
+        for c in p.classes:
+            argv += ["--bench", f"{_class_out(c.name)}/summary.json"]
+    return argv
+
+
+def _gate_stage(req: PlanRequest, p: Plan) -> Stage:
+    g = p.gate
+    assert g is not None
+    p99 = (
+        f"P99 ITL per token at concurrency {p.concurrency} at most {g.p99_budget:g}× the "
+        f"baseline's ({g.p99_budget_source})"
+    )
+    if g.max_itl_per_token_p99_ms is not None:
+        p99 += f" and at most {g.max_itl_per_token_p99_ms:g} ms"
+    return Stage(
+        number=3,
+        title="Gate",
+        goal=f"Ship only if the measured acceptance clears the gate decided at concurrency "
+        f"{g.concurrency} (K={g.k}), the hardest place the policy speculates, and the A/B at "
+        f"concurrency {p.concurrency} holds.",
+        commands=[_sh([*_gate_cmd(req, p), "--out", GATE])],
+        exit_criteria=[
+            "alphagate gate exits 0 (1: a rule fails, do not ship; 3: not enough evidence "
+            "yet, bench or measure longer)",
+            f"α ≥ {g.alpha_min:.2f} (= break-even {g.alpha_breakeven:.2f} at concurrency "
+            f"{g.concurrency} + 0.05 margin; ρ ≥ {g.draft_acceptance_rate_min:.3f} and τ ≥ "
+            f"{g.mean_acceptance_length_min:.2f} at K={g.k}), per class where classes differ — "
+            f"the fixed rule α ≥ {g.fixed_rule_alpha} would be ρ ≥ "
+            f"{g.fixed_rule_draft_acceptance_rate:.3f} at this K",
+            p99,
+            f"TPOT at concurrency {p.concurrency} at least {g.min_tpot_speedup:.2f}× faster than "
+            "the baseline's (baseline TPOT ÷ candidate TPOT)",
+            f"candidate errors ≤ 1% at concurrency {p.concurrency}",
         ],
         notes=[
-            "bench reads the server's counters, so one run measures the traffic it sends: "
-            "bench each class's prompts in its own run for per-class α. measure live reads the "
-            "same counters while real traffic flows (repeat --url for every replica).",
+            f"The gate judges {g.quantity_gated}: its lower 95% bound must clear the threshold.",
+            "The same quantities in PromQL: " + "; ".join(PROMQL),
         ],
     )
 
@@ -254,39 +413,89 @@ def _canary_stages(req: PlanRequest, p: Plan) -> list[Stage]:
     g = p.gate
     assert g is not None
     rho = f"{g.draft_acceptance_rate_min:.3f}"
+    watch = [*_gate_cmd(req, p), "--url", req.staging_url, "--watch", "--interval", "60",
+             "--duration", "1800"]  # fmt: skip
     return [
         Stage(
             number=4,
             title="Canary",
             goal="Shift real traffic in steps and watch acceptance and the tail.",
-            commands=[_gate_watch(req, 30), alert_rules(p)],
+            commands=[_sh(watch)],
             exit_criteria=[
                 f"ρ stays ≥ {rho} over every 10-minute window",
-                "P99 ITL per token within 10% of the baseline pool; no rise in error rate",
+                f"P99 ITL per token within {g.p99_budget:g}× of the baseline pool; no rise in "
+                "error rate",
             ],
+            config=alert_rules(p),
             notes=[
                 "5% of traffic for 30 min → 25% for 2 h → 50% for 24 h. The gate command above "
                 "watches the canary: it exits 1 at the first failing evaluation (roll back). "
-                "Through Prometheus instead of /metrics: "
-                f"`alphagate gate --plan {PLAN_JSON} --baseline results/baseline/summary.json "
-                "--candidate results/candidate/summary.json --prometheus PROMETHEUS_URL --selector "
-                f"'{{model_name=\"{served_name(req)}\"}}' --window 10m --watch --interval 60 "
-                "--duration 1800`.",
+                "Through Prometheus instead of /metrics: replace `--url "
+                f"{req.staging_url}` with `--prometheus PROMETHEUS_URL --selector "
+                f"'{{model_name=\"{p.served_model}\"}}' --window 10m`. The alert rules below go "
+                "into Prometheus's rule files.",
                 f"Roll back when ρ < {rho} for 10 min, or P99 ITL per token exceeds the "
-                "baseline by 10% for 10 min.",
+                f"baseline's by {g.p99_budget - 1:.0%} for 10 min.",
             ],
         ),
         Stage(
             number=5,
             title="Full rollout and steady state",
-            goal="All traffic; keep measuring, because α drifts with traffic.",
-            commands=[
-                "keep the Stage 4 alert rules; re-run Stage 2 weekly and after every model or "
-                "head update"
-            ],
+            goal="All traffic; keep measuring, because α drifts with traffic: keep the Stage 4 "
+            "alert rules, and re-run Stages 2 and 3 weekly and after every model or head update.",
+            commands=[],
             exit_criteria=["a week at 100% with no alert", "per-class ρ tracked on a dashboard"],
         ),
     ]
+
+
+def _no_go_stages(req: PlanRequest, p: Plan) -> list[Stage]:
+    cmds, files = _measure_cmds(req, p)
+    stem = f"{req.out_stem}-measured.md"
+    alt = []
+    if p.p99 is not None and not p.p99.ok:
+        need = math.ceil(p.p99.ratio * 100) / 100
+        budget = req.model_copy(update={"p99_budget": need})
+        alt.append(_sh(plan_argv(budget, p, alpha_from=[], out=f"{req.out_stem}-p99-budget.md")))
+    return [
+        _stage0(req, p),
+        Stage(
+            number=1,
+            title="What would change the verdict",
+            goal="Do not turn speculation on for this traffic at this concurrency. Re-plan when "
+            "one of the conditions under the verdict holds.",
+            commands=alt,
+            exit_criteria=["a re-run plan with measured α says GO"],
+            notes=[
+                "To measure α without shipping: start a staging replica with speculation (`"
+                + _sh(_staging(req, p))
+                + "`), then run "
+                + ", ".join(f"`{c}`" for c in [_bench_ab(req, p), *cmds])
+                + f" and re-plan with `{_sh(plan_argv(req, p, alpha_from=files, out=stem))}`."
+            ],
+        ),
+    ]
+
+
+def _staging(req: PlanRequest, p: Plan) -> list[str]:
+    """The speculative replica of a no-go plan, for measuring only (the static K)."""
+    from alphagate.plan.engine_config import (
+        EngineCommand,
+        sglang_launch_argv,
+        url_port,
+        vllm_serve_argv,
+    )
+    from alphagate.specs.deployment import resolve_deployment
+
+    cmd = EngineCommand(
+        resolve_deployment(req.deployment, req.workload, req.peak), req.served_model
+    )
+    port = url_port(req.staging_url, url_port(req.url, 8000) + 1)
+    if req.engine == "sglang":
+        return sglang_launch_argv(cmd, port, p.sglang_flags)
+    return vllm_serve_argv(
+        cmd, port, dict(p.speculative_config_static), per_request_metrics=_per_request(req)
+    )
 
 
 def stages(req: PlanRequest, p: Plan) -> list[Stage]:
@@ -294,7 +503,7 @@ def stages(req: PlanRequest, p: Plan) -> list[Stage]:
     if p.verdict == "no-go":
         return _no_go_stages(req, p)
     return [
-        _baseline_stage(req, p),
+        _stage0(req, p),
         _enable_stage(req, p),
         _measure_stage(req, p),
         _gate_stage(req, p),
@@ -320,10 +529,10 @@ def alert_rules(p: Plan) -> str:
         'speculation may be a net loss"}\n'
         "  - alert: SpecDecodeP99ItlRegression\n"
         "    expr: histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[10m]))) > "
-        "1.1 * histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[10m] offset 1w)))\n"
+        f"{g.p99_budget:g} * histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[10m] offset 1w)))\n"
         "    for: 10m\n"
         "    labels: {severity: ticket}\n"
-        '    annotations: {summary: "P99 inter-token latency 10% above last week\'s"}'
+        f'    annotations: {{summary: "P99 inter-token latency {g.p99_budget - 1:.0%} above last week\'s"}}'
     )
 
 
@@ -392,9 +601,12 @@ def playbook(req: PlanRequest, pred: Predictor, p: Plan) -> list[Playbook]:
     k = next(r.k for r in p.rows if r.concurrency == c) or p.fixed_k
     t_dec = float(pred.cost.decode_time(b, s)) * 1e3
     t_spec = float(pred.cost.spec_step_time(b, k, s)) * 1e3
-    k_small = max(1, k - 2)
     v_k = float(pred.cost.verify_cost_ratio(b, k, s))
-    v_small = float(pred.cost.verify_cost_ratio(b, k_small, s))
+    verify = f"verify cost v = {v_k:.2f} at K={k} (concurrency {c})"
+    if k > 1:
+        k_small = max(1, k - 2)
+        v_small = float(pred.cost.verify_cost_ratio(b, k_small, s))
+        verify += f" vs {v_small:.2f} at K={k_small}"
     blend_alpha = sum(x.share * x.alpha for x in p.classes)
     r = next(x for x in p.rows if x.concurrency == c)
     return [
@@ -409,7 +621,7 @@ def playbook(req: PlanRequest, pred: Predictor, p: Plan) -> list[Playbook]:
         ),
         Playbook(
             cause="K too large for the batch",
-            number=f"verify cost v = {v_k:.2f} at K={k} vs {v_small:.2f} at K={k_small} (concurrency {c})",
+            number=verify,
             mitigation="Use the schedule's K per batch size, or turn speculation off above the crossover concurrency.",
         ),
         Playbook(

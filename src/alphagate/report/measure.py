@@ -138,11 +138,14 @@ def render_gate(g: GateResult) -> RenderableType:
         )
     lines = [
         Text(
-            f"{r.rule.describe()}: {r.why}" + (f" — {r.evidence}" if r.evidence else ""),
+            f"{r.rule.describe()}: {r.why}"
+            + (f" — {r.evidence}" if r.evidence else "")
+            + (f"; interval over {r.basis}" if r.basis else ""),
             style="dim",
         )
         for r in g.results
     ]
+    lines += [Text(f"note: {n}", style="yellow") for n in g.notes]
     colour = {"pass": "green", "fail": "red"}.get(g.decision, "yellow")
     verdict = {"pass": "PASS", "fail": "FAIL", "insufficient": "NOT ENOUGH EVIDENCE YET"}[
         g.decision

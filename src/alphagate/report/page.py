@@ -538,7 +538,8 @@ def _plan_gate_table(pi: PlanInput, benches: list[BenchInput]) -> list[Block]:
             "P99 ITL per token speedup",
             f"≥ {g.min_itl_per_token_p99_speedup:.3f}×",
             f"concurrency {p.concurrency}",
-            "baseline ÷ candidate; below 1× allows a worse tail",
+            f"baseline ÷ candidate: a P99 up to {g.p99_budget:g}× the baseline's "
+            f"({g.p99_budget_source})",
         ),
         _c(
             "the fixed rule, for comparison",
@@ -555,11 +556,24 @@ def _plan_gate_table(pi: PlanInput, benches: list[BenchInput]) -> list[Block]:
             note=f"The gate uses the {g.quantity_gated}.",
         )
     ]
-    if benches:
+    at_target = [
+        b for b in benches if any(lv.concurrency == p.concurrency for lv in b.result.levels)
+    ]
+    if at_target:
         out.append(
             Code(
                 "Judge a measurement against these thresholds",
-                f"alphagate gate --plan {pi.source} --bench {benches[0].source}",
+                f"alphagate gate --plan {pi.source} --bench {at_target[0].source}",
+            )
+        )
+    elif benches:
+        levels = ", ".join(dict.fromkeys(lv.level for b in benches for lv in b.result.levels))
+        out.append(
+            Prose(
+                f"No measurement here can be judged against these thresholds: the bench ran at "
+                f"{levels}, the plan's A/B rules are at concurrency {p.concurrency} (on the "
+                "plan's own deployment). Stage 2 of the plan prints the A/B that can.",
+                "note",
             )
         )
     return out

@@ -12,6 +12,7 @@ from rich.text import Text
 from alphagate.plan.records import Plan
 from alphagate.report._fmt import LOSS, fmt_bytes, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
+from alphagate.report.commands import ShellCommand
 
 __all__ = ["render_plan_console", "render_plan_markdown"]
 
@@ -52,7 +53,28 @@ def _env() -> jinja2.Environment:
         int_commas=lambda n: f"{int(n):,}",
         tojson=lambda o: json.dumps(o),
     )
+    env.globals["tail_line"] = tail_line
     return env
+
+
+def tail_line(p: Plan) -> str:
+    """The P99 watch at the target, in one sentence."""
+    t = p.p99
+    assert t is not None
+    pool = (
+        "the speculative pool ("
+        + ", ".join(c.name for c in p.classes if c.name not in p.routed_away)
+        + ")"
+        if p.routed_away
+        else "all traffic"
+    )
+    verdict = "within" if t.ok else "past"
+    bound = f"the budget {t.budget:g}×" + (f" and the {t.slo_ms:g} ms SLO" if t.slo_ms else "")
+    action = f"; {t.action}" if t.action else ""
+    return (
+        f"P99 ITL per token at concurrency {t.concurrency} (K={t.k}, {pool}) "
+        f"{t.off_ms:.1f} → {t.on_ms:.1f} ms ({t.ratio:.2f}×), {verdict} {bound}{action}"
+    )
 
 
 def render_plan_markdown(plan: Plan) -> str:
@@ -124,7 +146,11 @@ def render_plan_console(p: Plan) -> RenderableType:
             if p.calibration
             else []
         ),
-        Text.assemble(("Verdict: ", "bold"), (p.verdict.upper(), f"bold {color}")),
+        Text.assemble(
+            ("Verdict: ", "bold"),
+            (p.verdict.upper(), f"bold {color}"),
+            (f" ({'; '.join(p.qualifiers)})" if p.qualifiers else "", color),
+        ),
         Text(p.reason + "."),
     ]
     for c in p.change_verdict:
@@ -139,11 +165,13 @@ def render_plan_console(p: Plan) -> RenderableType:
                 f"{g.mean_acceptance_length_min:.2f}) at concurrency {g.concurrency}, K={g.k}",
             )
         )
+    if p.p99 is not None:
+        parts.append(Text.assemble(("Tail: ", "bold"), tail_line(p)))
     parts += [_rows_table(p), _classes_table(p)]
     stage1 = next((s for s in p.stages if s.number == 1), None)
     if stage1 is not None:
         parts.append(Text(f"Stage 1 — {stage1.title}: {stage1.goal}", style="bold"))
-        parts += [Text(cmd, overflow="fold") for cmd in stage1.commands]
+        parts += [ShellCommand(cmd) for cmd in stage1.commands]
     parts.append(
         Text(
             f"{LOSS} = net loss, or a P99 worse than without speculation. Stages 0–5, memory, "

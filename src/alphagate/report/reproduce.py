@@ -38,8 +38,9 @@ def _preset(name: str, presets: dict[str, str]) -> str:
 def _deployment_flags(d: DeploymentSummary) -> list[str]:
     models = {shape.name: key for key, shape in MODEL_PRESETS.items()}
     gpus = {spec.name: key for key, spec in GPU_PRESETS.items()}
+    model = d.model_ref or _preset(d.model, models)
     flags = [
-        f"--model {shlex.quote(_preset(d.model, models))}",
+        f"--model {shlex.quote(model)}",
         f"--gpu {shlex.quote(_preset(d.gpu, gpus))}",
         f"--dtype {d.weight_dtype}",
         f"--kv-dtype {d.kv_dtype}",

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Final, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from alphagate.core.errors import ConfigError, SpecError
 from alphagate.core.records import Frozen
 from alphagate.core.shapes import TransformerShape
 from alphagate.specs.gpus import GpuSpec, resolve_gpu
-from alphagate.specs.models import MODEL_PRESETS, resolve_model
+from alphagate.specs.models import MODEL_PRESETS, native_dtype, resolve_model
 from alphagate.specs.workload import WorkloadConfig
 from alphagate.theory.memory import (
     Footprint,
@@ -169,12 +169,15 @@ def drafter_for(method: str, draft: str | None = None) -> DrafterConfig:
 class DeploymentConfig(Frozen):
     """Where the model runs and the engine limits that shape batching."""
 
-    model: str = Field(default="llama-3.3-70b", description="target: a preset or a config.json")
+    model: str = Field(default="llama-3.3-70b-fp8", description="target: a preset or a config.json")
     gpu: str = Field(default="h100", description="GPU preset or a spec JSON file")
     tp: int | None = Field(
         default=None, ge=1, le=64, description="tensor-parallel degree; None = smallest that fits"
     )
-    weight_dtype: WeightDtype = "fp8"
+    weight_dtype: WeightDtype = Field(
+        default="fp8",
+        description="weight dtype; not given, the dtype the model's checkpoint is stored in",
+    )
     kv_dtype: KvDtype = "bf16"
     bw_efficiency: float | None = Field(default=None, gt=0, le=1)
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
@@ -234,6 +237,15 @@ class DeploymentConfig(Frozen):
     max_num_batched_tokens: int = Field(default=8192, ge=1, le=1_048_576)
     drafter: DrafterConfig = Field(default_factory=Eagle3Drafter)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _native_dtype(cls, data: object) -> object:
+        """No weight dtype given (or None): the checkpoint's own (:func:`native_dtype`)."""
+        if isinstance(data, dict) and data.get("weight_dtype") is None:
+            model = data.get("model", cls.model_fields["model"].default)
+            data = {**data, "weight_dtype": native_dtype(str(model))}
+        return data
+
     @property
     def method(self) -> str:
         return self.drafter.method
@@ -251,6 +263,9 @@ class DeploymentSummary(Frozen):
     """The resolved deployment as data, next to its sentence (:meth:`ResolvedDeployment.describe`)."""
 
     model: str
+    model_ref: str | None = Field(
+        default=None, description="the model as given: a preset slug or a config.json path"
+    )
     gpu: str
     tp: int
     tp_was_chosen: bool
@@ -313,6 +328,7 @@ class ResolvedDeployment:
         d = self.config.drafter
         return DeploymentSummary(
             model=self.target.name,
+            model_ref=self.config.model,
             gpu=self.gpu.name,
             tp=self.tp,
             tp_was_chosen=self.tp_was_chosen,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 from alphagate.specs.deployment import METHODS, DraftModelDrafter, Eagle3Drafter, drafter_for
-from alphagate.specs.models import resolve_model
+from alphagate.specs.models import native_dtype, resolve_model
 from alphagate.theory.memory import Footprint, model_footprint
 
 __all__ = ["MemoryAnswer", "memory_answer"]
@@ -26,12 +26,14 @@ class MemoryAnswer(Frozen):
 def memory_answer(
     target: str,
     draft: str,
-    weight_dtype: str = "fp8",
+    weight_dtype: str | None = None,
     kv_dtype: str = "bf16",
     draft_vocab_size: int = 32_000,
 ) -> MemoryAnswer:
-    """``draft``: eagle3, eagle, mtp, or a draft model (a preset or a local config.json)."""
+    """``draft``: eagle3, eagle, mtp, or a draft model (a preset or a local config.json);
+    ``weight_dtype`` None: the target checkpoint's own."""
     t_shape = resolve_model(target)
+    weight_dtype = weight_dtype or native_dtype(target)
     key = draft.strip().lower()
     if key == "ngram":
         raise ConfigError("n-gram drafting has no weights and no KV cache: nothing to compare")

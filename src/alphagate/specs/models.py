@@ -1,19 +1,34 @@
 """Model presets and a loader for local Hugging Face ``config.json`` files.
 
 Preset numbers are the published Llama 3.x ``config.json`` values (meta-llama/Llama-3.1-8B,
-Llama-3.3-70B, Llama-3.2-1B). Names are case-insensitive slugs.
+Llama-3.3-70B, Llama-3.2-1B). Names are case-insensitive slugs. A preset is a *checkpoint*: its
+weights come in one dtype (:data:`PRESET_CHECKPOINTS`), which is a deployment's default dtype —
+``llama-3.3-70b`` is Meta's BF16 release, ``llama-3.3-70b-fp8`` the FP8 one (Red Hat's
+``FP8-dynamic`` quantization, which vLLM and SGLang load as it is). A local ``config.json`` tells
+its dtype by its ``quantization_config`` (:func:`native_dtype`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from alphagate.core.errors import SpecError
 from alphagate.core.shapes import TransformerShape
 
-__all__ = ["MODEL_PRESETS", "SpecError", "load_hf_config", "model_preset_names", "resolve_model"]
+__all__ = [
+    "MODEL_PRESETS",
+    "PRESET_CHECKPOINTS",
+    "Checkpoint",
+    "SpecError",
+    "checkpoint_for",
+    "load_hf_config",
+    "model_preset_names",
+    "native_dtype",
+    "preset_family",
+    "resolve_model",
+]
 
 
 MODEL_PRESETS: Final[dict[str, TransformerShape]] = {
@@ -50,6 +65,36 @@ MODEL_PRESETS: Final[dict[str, TransformerShape]] = {
         vocab_size=128256,
         tie_word_embeddings=True,
     ),
+}
+MODEL_PRESETS["llama-3.1-8b-fp8"] = MODEL_PRESETS["llama-3.1-8b"]
+MODEL_PRESETS["llama-3.3-70b-fp8"] = MODEL_PRESETS["llama-3.3-70b"]
+
+
+class Checkpoint(NamedTuple):
+    """A published checkpoint: the id an engine loads, and the dtype its weights are stored in."""
+
+    repo: str
+    dtype: str
+
+
+#: Each preset's own checkpoint (model cards on the Hugging Face hub).
+PRESET_CHECKPOINTS: Final[dict[str, Checkpoint]] = {
+    "llama-3.1-8b": Checkpoint("meta-llama/Llama-3.1-8B-Instruct", "bf16"),
+    "llama-3.1-8b-fp8": Checkpoint("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic", "fp8"),
+    "llama-3.3-70b": Checkpoint("meta-llama/Llama-3.3-70B-Instruct", "bf16"),
+    "llama-3.3-70b-fp8": Checkpoint("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "fp8"),
+    "llama-3.2-1b": Checkpoint("meta-llama/Llama-3.2-1B-Instruct", "bf16"),
+}
+#: Other published quantizations of a preset's weights, by dtype (INT4: GPTQ w4a16).
+_QUANTIZED: Final[dict[str, dict[str, str]]] = {
+    "llama-3.1-8b": {
+        "fp8": "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic",
+        "int4": "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16",
+    },
+    "llama-3.3-70b": {
+        "fp8": "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+        "int4": "RedHatAI/Llama-3.3-70B-Instruct-quantized.w4a16",
+    },
 }
 
 
@@ -110,4 +155,79 @@ def resolve_model(name_or_path: str) -> TransformerShape:
     raise SpecError(
         f"unknown model {name_or_path!r}: use a preset ({', '.join(model_preset_names())}) "
         "or a path to a Hugging Face config.json"
+    )
+
+
+def preset_family(slug: str) -> str | None:
+    """The BF16 preset a preset quantizes (``llama-3.3-70b-fp8`` → ``llama-3.3-70b``); None for a
+    name that is not a preset."""
+    key = slug.strip().lower()
+    if key not in MODEL_PRESETS:
+        return None
+    return key.removesuffix("-fp8")
+
+
+def _local_dtype(path: Path) -> str:
+    """bf16, fp8 or int4 from a config.json's ``quantization_config`` (bf16 when it has none)."""
+    p = path / "config.json" if path.is_dir() else path
+    try:
+        cfg = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return "bf16"
+    q = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    if not isinstance(q, dict):
+        return "bf16"
+    method = str(q.get("quant_method", "")).lower()
+    if method in ("fp8", "fbgemm_fp8", "modelopt"):
+        return "fp8"
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes"):
+        return "int4"
+    if method == "compressed-tensors":
+        for group in (q.get("config_groups") or {}).values():
+            w = group.get("weights") if isinstance(group, dict) else None
+            if isinstance(w, dict) and w.get("num_bits") == 8 and w.get("type") == "float":
+                return "fp8"
+            if isinstance(w, dict) and w.get("num_bits") == 4:
+                return "int4"
+    return "bf16"
+
+
+def native_dtype(model: str) -> str:
+    """The dtype a model's weights are stored in: a preset's checkpoint's, or a local
+    config.json's (bf16 without a ``quantization_config``, or for a name that is neither)."""
+    key = model.strip().lower()
+    if key in PRESET_CHECKPOINTS:
+        return PRESET_CHECKPOINTS[key].dtype
+    p = Path(model)
+    return _local_dtype(p) if p.exists() else "bf16"
+
+
+def checkpoint_for(model: str, dtype: str) -> tuple[str, str | None]:
+    """What an engine loads to serve ``model`` in ``dtype``: the checkpoint (a preset's repo id or
+    the local path) and the online quantization to ask for (``fp8``: vLLM and SGLang quantize
+    BF16 weights to FP8 as they load them), or None when the checkpoint is already in that dtype.
+    A preset whose weights are published in that dtype gets that checkpoint. Raises
+    :class:`SpecError` for INT4 without an INT4 checkpoint (no engine quantizes to INT4 online)."""
+    key = model.strip().lower()
+    family = preset_family(key)
+    if key in PRESET_CHECKPOINTS and PRESET_CHECKPOINTS[key].dtype == dtype:
+        return PRESET_CHECKPOINTS[key].repo, None
+    if family is not None:
+        if dtype == "bf16":
+            return PRESET_CHECKPOINTS[family].repo, None
+        repo = _QUANTIZED.get(family, {}).get(dtype)
+        if repo is not None:
+            return repo, None
+        base = PRESET_CHECKPOINTS[family].repo
+    else:
+        base = model
+        if native_dtype(model) == dtype:
+            return base, None
+    if dtype == "fp8":
+        return base, "fp8"
+    if dtype == "bf16":
+        return base, None
+    raise SpecError(
+        f"{model} has no INT4 checkpoint known here and engines do not quantize to INT4 while "
+        "loading: give --model the config.json of an INT4 (AWQ/GPTQ) checkpoint"
     )

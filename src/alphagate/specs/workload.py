@@ -32,6 +32,7 @@ __all__ = [
     "WorkloadConfig",
     "length_mean",
     "length_second_moment",
+    "length_spec",
     "parse_length",
     "sample_lengths",
 ]
@@ -74,6 +75,7 @@ class EmpiricalLength(Frozen):
 
     kind: Literal["empirical"] = "empirical"
     values: tuple[int, ...] = Field(min_length=1)
+    source: str | None = Field(default=None, description="the file the lengths were read from")
 
     @model_validator(mode="after")
     def _positive(self) -> EmpiricalLength:
@@ -157,6 +159,18 @@ def _finite(text: str, spec: str) -> float:
     return x
 
 
+def length_spec(dist: LengthDist) -> str | None:
+    """The ``--prompt-len`` / ``--output-len`` text that gives ``dist`` (None: lengths given as
+    values, not read from a file)."""
+    if isinstance(dist, FixedLength):
+        return f"fixed:{dist.value}"
+    if isinstance(dist, UniformLength):
+        return f"uniform:{dist.low}:{dist.high}"
+    if isinstance(dist, LognormalLength):
+        return f"lognormal:{dist.mean:g}:{dist.sigma:g}"
+    return None if dist.source is None else f"file:{dist.source}"
+
+
 def parse_length(text: str) -> LengthDist:
     """``fixed:N``, ``uniform:LO:HI``, ``lognormal:MEAN[:SIGMA]`` or ``file:PATH`` (one per line).
 
@@ -175,7 +189,7 @@ def parse_length(text: str) -> LengthDist:
                 return LognormalLength(mean=mean, sigma=_finite(parts[1], text))
             return LognormalLength(mean=mean)
         if kind == "file" and rest:
-            return EmpiricalLength(values=_read_lengths(Path(rest)))
+            return EmpiricalLength(values=_read_lengths(Path(rest)), source=rest)
     except ValueError as exc:
         if isinstance(exc, ConfigError):
             raise

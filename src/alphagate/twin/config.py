@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, model_validator
 
 from alphagate.core.records import Frozen
 from alphagate.specs import DeploymentConfig, WorkloadConfig
+from alphagate.specs.schedule import k_for_batch, validate_schedule
 
 __all__ = ["TwinConfig"]
 
@@ -23,6 +26,11 @@ class TwinConfig(Frozen):
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig)
     k: int = Field(default=3, ge=0, le=64)
+    k_by_batch_size: list[list[int]] | None = Field(
+        default=None,
+        description="vLLM's num_speculative_tokens_per_batch_size: [start, end, K] inclusive "
+        "ranges of the step's scheduled requests; K capped at k (the largest)",
+    )
     served_model_name: str = Field(default="alphagate-twin", min_length=1)
     time_scale: float = Field(
         default=1.0,
@@ -46,9 +54,35 @@ class TwinConfig(Frozen):
         allow_inf_nan=False,
         description="write vLLM's SpecDecoding metrics line to stderr this often; 0 = never",
     )
+    per_request_spec_decode_metrics: Literal["none", "summary", "detailed"] = Field(
+        default="none",
+        description="vLLM's --per-request-spec-decode-metrics: each reply's final usage chunk "
+        "carries metrics.speculative_decoding (summary; detailed adds per-step arrays)",
+    )
+    enable_per_request_metrics: bool = Field(
+        default=False,
+        description="vLLM's --enable-per-request-metrics: each reply's final usage chunk carries "
+        "the request's timing (time_to_first_token_ms, queue_time_ms, …) in model time",
+    )
     emit_send_time: bool = Field(
         default=False, description="add alphagate_sent_s (wall clock) to chunks, for benchmarks"
     )
+
+    @model_validator(mode="after")
+    def _schedule(self) -> TwinConfig:
+        if self.k_by_batch_size is not None:
+            try:
+                validate_schedule(self.k_by_batch_size, self.k)
+            except ValueError as exc:
+                raise ValueError(f"k_by_batch_size: {exc}") from None
+        return self
+
+    def k_at(self, batch: int) -> int:
+        """K for a step that schedules ``batch`` requests (vLLM: above the last range, the last
+        range's K)."""
+        if self.k_by_batch_size is None or batch < 1:
+            return self.k
+        return k_for_batch(self.k_by_batch_size, batch, self.k)
 
     @property
     def speculative(self) -> bool:

@@ -33,6 +33,9 @@ from alphagate.twin.statslog import IntervalStats
 
 __all__ = ["Chunk", "StepRecord", "TwinEngine", "TwinRequest"]
 
+#: the twin gives up the time it is behind its modelled clock past this (and counts it)
+RESYNC_S = 0.05
+
 WORDS = (
     "the",
     "model",
@@ -76,6 +79,53 @@ class TwinRequest:
     finished: bool = False
     hit_limit: bool = False
     word: int = 0
+    #: vLLM's per-request spec-decode accumulator (``RequestSpecDecodeMetrics``): steps that
+    #: accepted exactly j drafts, draft tokens proposed, and per step at ``detailed``
+    histogram: list[int] = field(default_factory=list)
+    draft_tokens: int = 0
+    per_step_accepted: list[int] = field(default_factory=list)
+    per_step_drafted: list[int] = field(default_factory=list)
+    #: loop times (s): submitted, admitted to the batch, first and last token
+    queued_s: float = 0.0
+    scheduled_s: float = 0.0
+    first_token_s: float = 0.0
+    last_token_s: float = 0.0
+
+    def spec_decode_metrics(self, k: int) -> dict[str, object]:
+        """``metrics.speculative_decoding`` as vLLM's ``RequestSpecDecodeMetrics.to_dict``
+        builds it (``vllm/v1/metrics/stats.py``): the histogram of accepted drafts per step
+        (bonus excluded), τ including the bonus token, ρ over proposed drafts."""
+        hist = self.histogram or [0] * (k + 1)
+        steps = sum(hist)
+        accepted = sum(j * c for j, c in enumerate(hist))
+        out: dict[str, object] = {
+            "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
+            "draft_acceptance_rate": accepted / self.draft_tokens if self.draft_tokens else 0.0,
+            "acceptance_histogram": list(hist),
+            "num_spec_steps": steps,
+            "num_accepted_draft_tokens": accepted,
+            "num_draft_tokens": self.draft_tokens,
+            "num_spec_tokens": k,
+        }
+        if self.per_step_accepted:
+            out["per_step_accepted"] = list(self.per_step_accepted)
+            out["per_step_drafted"] = list(self.per_step_drafted)
+        return out
+
+    def timing_metrics(self, time_scale: float) -> dict[str, float | None]:
+        """vLLM's per-request timing (``build_per_request_timing_metrics``), in the twin's model
+        time (loop time ÷ time scale)."""
+        scale = 1e3 / time_scale if time_scale > 0 else 1e3
+        gen = self.generated
+        decode = self.last_token_s - self.first_token_s
+        infer = self.last_token_s - self.scheduled_s
+        return {
+            "time_to_first_token_ms": (self.first_token_s - self.scheduled_s) * scale,
+            "generation_time_ms": decode * scale,
+            "queue_time_ms": (self.scheduled_s - self.queued_s) * scale,
+            "mean_itl_ms": decode / (gen - 1) * scale if gen > 1 else None,
+            "tokens_per_second": gen / (infer * scale / 1e3) if infer > 0 else None,
+        }
 
 
 class StepRecord(NamedTuple):
@@ -99,6 +149,7 @@ class TwinEngine:
         self.metrics = TwinMetrics(config)
         self.interval = IntervalStats()  # for the periodic SpecDecoding log line
         self.k = config.k
+        self._k_step = config.k  # the K of the step being run (a batch-size schedule)
         classes = config.workload.classes
         self._thr = unconditional_table(classes, config.k)  # [n_classes, max(k, 1)]
         self._shares = np.asarray([c.share for c in classes])
@@ -161,10 +212,19 @@ class TwinEngine:
         req = TwinRequest(
             f"{next(self._ids)}", prompt_tokens, max_tokens, class_idx, rng, hit_limit=hit_limit
         )
+        req.queued_s = self._now()
+        if self.k > 0 and self.config.per_request_spec_decode_metrics != "none":
+            req.histogram = [0] * (self.k + 1)
         self._waiting.append(req)
         self.metrics.prompt_tokens.inc(prompt_tokens)
         self._wake.set()
         return req
+
+    def _now(self) -> float:
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:  # submitted outside a loop (tests)
+            return 0.0
 
     def cancel(self, req: TwinRequest) -> None:
         req.cancelled = True
@@ -189,15 +249,19 @@ class TwinEngine:
             # steps run back to back on a deadline clock, so a late wake-up (the event loop rounds
             # timeouts up to whole milliseconds) is made up in the next step and the mean step
             # length equals the model's; if the host falls far behind, resynchronise
-            if loop.time() - deadline > 0.05:
+            if loop.time() - deadline > RESYNC_S:
                 deadline = loop.time()
+                self.metrics.twin_resyncs.inc()
             dt = self._step_plan()
             if dt is None:
                 await asyncio.sleep(0)
                 continue
             deadline += dt * self.config.time_scale
             await asyncio.sleep(max(0.0, deadline - loop.time()))
-            self._step_emit(loop.time(), dt)
+            now = loop.time()
+            self.metrics.twin_steps.inc()
+            self.metrics.twin_lag.inc(max(0.0, now - deadline))
+            self._step_emit(now, dt)
 
     def _step_plan(self) -> float | None:
         """Admit, schedule and sample; returns the step's simulated duration (or None if idle)."""
@@ -205,11 +269,12 @@ class TwinEngine:
         while self._waiting and len(self._running) < self.max_num_seqs:
             r = self._waiting.popleft()
             if not r.cancelled:
+                r.scheduled_s = self._now()
                 self._running.append(r)
         if not self._running:
             return None
         run = self._running
-        k = self.k
+        k = self._k_step = self.config.k_at(len(run))
         decoding = [r for r in run if r.prefilled >= r.prompt_tokens]
         prefilling = [r for r in run if r.prefilled < r.prompt_tokens]
         budget = decode_budget(self.cost.max_num_batched_tokens, len(decoding), k)
@@ -243,7 +308,7 @@ class TwinEngine:
 
     def _step_emit(self, now: float, dt: float) -> None:
         m = self.metrics
-        k_eff = self.k
+        k_eff = self._k_step
         tokens_out = 0
         n = len(self._decoding)
         if n and k_eff > 0:
@@ -256,9 +321,17 @@ class TwinEngine:
                 if c:
                     m.accepted_per_pos[pos].inc(int(c))
             self.interval.add(n, n * k_eff, int(acc.sum()), [int(c) for c in per_pos])
+        detailed = self.config.per_request_spec_decode_metrics == "detailed"
         for i, r in enumerate(self._decoding):
             if r.cancelled:
                 continue
+            if r.histogram and k_eff > 0:  # counted where the counters are, as vLLM's scheduler
+                a = int(self._accepted[i])
+                r.histogram[a] += 1
+                r.draft_tokens += k_eff
+                if detailed:
+                    r.per_step_accepted.append(a)
+                    r.per_step_drafted.append(k_eff)
             e = min(int(self._accepted[i]) + 1, r.max_tokens - r.generated)
             tokens_out += self._give(r, e, now)
         for r, take in self._alloc:
@@ -274,6 +347,9 @@ class TwinEngine:
     def _give(self, r: TwinRequest, tokens: int, now: float) -> int:
         if tokens <= 0:
             return 0
+        if r.generated == 0:
+            r.first_token_s = now
+        r.last_token_s = now
         r.generated += tokens
         done = r.generated >= r.max_tokens
         words = [WORDS[(r.word + j) % len(WORDS)] for j in range(tokens)]

@@ -47,6 +47,20 @@ class TwinMetrics:
             names,
             registry=self.registry,
         ).labels(**labels)
+        # the twin's own clock (not vLLM's): how far each step ended after its modelled time,
+        # and how often it fell so far behind that it gave the time up — what bench's A/B
+        # validity check reads (alphagate.bench.validity)
+        self.twin_steps = counter("alphagate:twin_steps", "Engine steps the twin ran.").labels(
+            **labels
+        )
+        self.twin_lag = counter(
+            "alphagate:twin_step_lag_seconds",
+            "Sum over steps of how late each ended after its modelled time.",
+        ).labels(**labels)
+        self.twin_resyncs = counter(
+            "alphagate:twin_resyncs",
+            "Times the twin fell more than 50 ms behind its modelled clock and restarted it.",
+        ).labels(**labels)
         self.speculative = config.k > 0
         if self.speculative:
             self.num_drafts = counter(

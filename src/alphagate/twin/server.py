@@ -12,6 +12,7 @@ import contextlib
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -182,7 +183,7 @@ async def _handle(request: web.Request, kind: Literal["completion", "chat"]) -> 
     created = int(time.time())
     if body.stream:
         return await _stream(request, engine, req, body, kind, rid, created, prompt_tokens)
-    return await _whole(engine, req, kind, rid, created, prompt_tokens, cfg.served_model_name)
+    return await _whole(cfg, engine, req, kind, rid, created, prompt_tokens, cfg.served_model_name)
 
 
 def _usage(prompt: int, completion: int) -> dict[str, int]:
@@ -259,6 +260,9 @@ async def _stream(
                 "choices": [],
                 "usage": _usage(prompt_tokens, req.generated),
             }
+            metrics = _request_metrics(cfg, engine, req)
+            if metrics:  # vLLM: metrics ride on the final usage chunk only
+                final["metrics"] = metrics
             await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
@@ -271,6 +275,7 @@ async def _stream(
 
 
 async def _whole(
+    cfg: TwinConfig,
     engine: TwinEngine,
     req: TwinRequest,
     kind: str,
@@ -290,6 +295,10 @@ async def _whole(
         engine.cancel(req)
         raise
     text = "".join(parts)
+    extra: dict[str, Any] = {}
+    metrics = _request_metrics(cfg, engine, req)
+    if metrics:
+        extra["metrics"] = metrics
     if kind == "chat":
         choice: dict[str, Any] = {
             "index": 0,
@@ -309,8 +318,21 @@ async def _whole(
             "model": served,
             "choices": [choice],
             "usage": _usage(prompt_tokens, req.generated),
+            **extra,
         }
     )
+
+
+def _request_metrics(cfg: TwinConfig, engine: TwinEngine, req: TwinRequest) -> dict[str, Any]:
+    """vLLM's per-request ``metrics`` object (``PerRequestMetrics``): timing with
+    --enable-per-request-metrics, ``speculative_decoding`` with
+    --per-request-spec-decode-metrics (speculation on)."""
+    out: dict[str, Any] = {}
+    if cfg.enable_per_request_metrics:
+        out.update({k: v for k, v in req.timing_metrics(cfg.time_scale).items() if v is not None})
+    if req.histogram:
+        out["speculative_decoding"] = req.spec_decode_metrics(engine.k)
+    return out
 
 
 async def _completions(request: web.Request) -> web.StreamResponse:
@@ -386,20 +408,30 @@ def create_app(config: TwinConfig) -> web.Application:
 LISTEN_BACKLOG = 4096
 
 
-def serve(config: TwinConfig, host: str, port: int) -> None:
+def serve(
+    config: TwinConfig,
+    host: str,
+    port: int,
+    on_listening: Callable[[int], None] | None = None,
+) -> None:
     """Serve the twin until interrupted (blocking).
 
-    A handler is cancelled when its client disconnects (so an abandoned request stops
-    generating), and a connection that has not sent a whole request within
-    ``request_timeout_s`` is closed.
+    The socket is bound here first, so ``on_listening`` gets the port actually listened on (the
+    one the system chose for ``port=0``) before the first request can arrive; a host that does
+    not resolve or a port in use raises ``OSError``. A handler is cancelled when its client
+    disconnects (so an abandoned request stops generating), and a connection that has not sent
+    a whole request within ``request_timeout_s`` is closed.
     """
+    import socket
+
+    sock = socket.create_server((host, port), backlog=LISTEN_BACKLOG, reuse_port=False)
+    if on_listening is not None:
+        on_listening(int(sock.getsockname()[1]))
     web.run_app(
         create_app(config),
-        host=host,
-        port=port,
+        sock=sock,
         print=None,
         access_log=None,
         handler_cancellation=True,
         keepalive_timeout=config.request_timeout_s,
-        backlog=LISTEN_BACKLOG,
     )
