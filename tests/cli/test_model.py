@@ -312,4 +312,9 @@ def test_demo_runs_the_whole_workflow(demo_run: tuple[Path, str]) -> None:
     summary = json.loads((cwd / "demo-output" / "bench" / "summary.json").read_text())
     assert [c["level"] for c in summary["comparisons"]] == ["c1", "c16"]
     assert all(c["speedups"]["throughput_speedup"] > 1.3 for c in summary["comparisons"])
+    assert all(c["runs"] == 3 and c["throughput_interval"] for c in summary["comparisons"])
     assert "implied α" in output
+    # the demo decides on its own A/B: a gate that passes or fails, never "not enough evidence"
+    gate = json.loads((cwd / "demo-output" / "gate.json").read_text())
+    assert gate["decision"] in ("pass", "fail"), gate
+    assert "alphagate gate --bench demo-output/bench/summary.json" in output

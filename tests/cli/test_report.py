@@ -130,3 +130,65 @@ def test_the_report_command_reproduces_the_page(
     assert f"alphagate report {results['plan']} --out {out}" in html
     assert "alphagate plan --model llama-3.3-70b-fp8 --gpu h100 --dtype fp8" in html
     assert "--class chat:0.7:0.70 --class code:0.3 --concurrency 64 --peak-concurrency 256" in html
+
+
+@pytest.mark.slow
+def test_every_reproduce_command_runs_as_printed(tmp_path: Path) -> None:
+    """The report's "Produce the inputs" commands, taken from the page and run in a shell, with
+    only the twins' host and port changed (the twins of the first run are gone): each exits 0
+    and writes the file the page read."""
+    import html as html_lib
+    import re
+    import subprocess
+    import sys
+
+    from alphagate.core.traffic import TrafficClass
+    from alphagate.specs import DeploymentConfig, WorkloadConfig
+    from alphagate.twin.config import TwinConfig
+    from tests.servers import twin
+
+    def run(line: str) -> None:
+        r = subprocess.run(
+            line.replace("alphagate ", f"{sys.executable} -m alphagate ", 1),
+            shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert r.returncode == 0, f"{line}\n{r.stdout}{r.stderr}"
+
+    wl = WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=0.7),))
+    dep = DeploymentConfig(model="llama-3.1-8b")
+
+    def twins() -> tuple[object, object]:
+        return (
+            twin(TwinConfig(deployment=dep, workload=wl, k=0, time_scale=0.0)),
+            twin(TwinConfig(deployment=dep, workload=wl, k=3, time_scale=0.0)),
+        )
+
+    b_cm, c_cm = twins()
+    with b_cm as (b, _), c_cm as (c, _):  # type: ignore[attr-defined]
+        run(f"alphagate bench --baseline-url {b} --candidate-url {c} -c 2 -n 8 --repeats 2 "
+            "--dataset synthetic:in=16,out=8 --out ab --no-progress")  # fmt: skip
+    run("alphagate plan --model llama-3.1-8b --class chat:1:0.7 -c 16 --json > plan.json")
+    run(
+        "alphagate simulate --model llama-3.1-8b --k 2 --alpha 0.7 -c 1,4 --num-requests 40 --json > sim.json"
+    )
+    run("alphagate model speedup --alpha 0.7 --k 3 --json > speedup.json")
+    run("alphagate report plan.json ab/summary.json sim.json speedup.json --out page.html")
+    page = (tmp_path / "page.html").read_text()
+    block = re.search(
+        r'<div class="label">Produce the inputs \(rebuilt from the files\)</div><pre><code>(.*?)</code>',
+        page,
+        flags=re.S,
+    )
+    assert block is not None
+    lines = [html_lib.unescape(x) for x in block.group(1).splitlines() if x.strip()]
+    assert [ln.split()[1] for ln in lines] == ["plan", "bench", "simulate", "model"]
+    for f in ("plan.json", "ab/summary.json", "sim.json", "speedup.json"):
+        (tmp_path / f).unlink()
+    b_cm, c_cm = twins()
+    with b_cm as (b2, _), c_cm as (c2, _):  # type: ignore[attr-defined]
+        for line in lines:
+            run(line.replace(b, b2).replace(c, c2))
+    for f in ("plan.json", "ab/summary.json", "sim.json", "speedup.json"):
+        assert (tmp_path / f).is_file(), f
+    rerun = json.loads((tmp_path / "ab" / "summary.json").read_text())
+    assert rerun["config"]["repeats"] == 2 and rerun["config"]["dataset"] == "synthetic:in=16,out=8"

@@ -448,3 +448,50 @@ def test_bad_plan_input_exits_2(cli: Cli, args: list[str], flag: str) -> None:
     r = cli.run("plan", *args)
     assert r.exit_code == 2, r.output
     assert flag in r.output and "Traceback" not in r.output
+
+
+# ---------------------------------------------------------------- SGLang's commands
+SGLANG = json.loads(Path(__file__).with_name("sglang_server_args.json").read_text())
+
+
+def _flags_and_values(argv: list[str]) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    for i, a in enumerate(argv):
+        if a.startswith("--"):
+            nxt = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else None
+            out.append((a, nxt))
+    return out
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--model", "llama-3.1-8b", "--kv-dtype", "fp8", "--served-model", "team"],
+        ["--model", "llama-3.1-8b", "--dtype", "fp8", "--method", "draft_model"],
+    ],
+)
+def test_sglang_commands_use_flags_sglang_has(extra: list[str]) -> None:
+    """Every flag of a printed ``sglang.launch_server`` and ``sglang.bench_serving`` line is one
+    of SGLang's (a copy of its argument lists, commit named in the file), with a value its choices
+    allow."""
+    d = _plan("--engine", "sglang", "--class", "chat:1:0.7", "-c", "16", *extra)
+    lines = [
+        shlex.split(c) for s in d["stages"] for c in s["commands"] if c.startswith("python -m")
+    ]
+    launch = [a for a in lines if a[2] == "sglang.launch_server"]
+    bench = [a for a in lines if a[2] == "sglang.bench_serving"]
+    assert len(launch) == 2 and bench  # the baseline and the speculative replica
+    for argv in launch:
+        for flag, value in _flags_and_values(argv):
+            assert flag in SGLANG["flags"], flag
+            if flag in SGLANG["choices"]:
+                assert value in SGLANG["choices"][flag], (flag, value)
+    assert "--speculative-algorithm" in launch[1] and "--speculative-algorithm" not in launch[0]
+    for argv in bench:
+        for flag, value in _flags_and_values(argv):
+            assert flag in SGLANG["bench_serving_flags"], flag
+            if flag == "--backend":
+                assert value in SGLANG["bench_serving_backend_choices"]
+    tp = str(d["deployment_detail"]["tp"])
+    assert all(a[a.index("--tp-size") + 1] == tp for a in launch)

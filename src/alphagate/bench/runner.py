@@ -89,6 +89,10 @@ class BenchConfig(Frozen):
     scrape_metrics: bool = True
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     send_class: bool = True
+    dataset: str | None = Field(
+        default=None, description="the dataset the prompts came from (a path or synthetic:…)"
+    )
+    only_class: str | None = Field(default=None, description="the one class sent, if any")
     repeats: int = Field(
         default=1,
         ge=1,

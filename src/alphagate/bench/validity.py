@@ -47,9 +47,9 @@ BUNCHED_GAP = 0.1
 #: the bounds beyond which a run is distorted (fractions of the median chunk gap, or shares)
 BOUNDS = {
     "bunched_share": 0.05,  # share of chunk gaps that are bunched reads
-    "client_lag_p99": 0.5,  # client loop lag P99 ÷ median chunk gap
-    "send_lag_p99": 0.5,  # open-loop send lag P99 ÷ median chunk gap
-    "server_lag_mean": 0.25,  # twin: mean step lateness ÷ median chunk gap
+    "client_lag_p99": 2.0,  # client loop lag P99 ÷ median chunk gap: two steps late
+    "send_lag_p99": 2.0,  # open-loop send lag P99 ÷ median chunk gap
+    "server_lag_mean": 0.5,  # twin: mean step lateness ÷ median chunk gap
 }
 
 

@@ -377,6 +377,8 @@ def bench_cmd(
         save_text=save_text,
         repeats=repeats,
         temperature=temperature,
+        dataset=None if trace is not None else dataset or "synthetic:in=512,out=256",
+        only_class=only_class,
     )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     records = RecordsFile(out_dir / "requests.jsonl", "--out")

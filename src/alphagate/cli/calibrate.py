@@ -80,7 +80,11 @@ def calibrate_cmd(
     ] = None,
     api_key: Annotated[
         str | None,
-        typer.Option("--api-key", envvar="OPENAI_API_KEY", help="Bearer key for --url."),
+        typer.Option(
+            "--api-key",
+            envvar="ALPHAGATE_API_KEY",
+            help="Bearer key for --url (or $ALPHAGATE_API_KEY, as bench and twin read it).",
+        ),
     ] = None,
     concurrency: Annotated[
         str,

@@ -114,7 +114,7 @@ def _measure() -> None:
     from alphagate.core.traffic import TrafficClass
     from alphagate.report.bench import render_bench
     from alphagate.specs import DeploymentConfig, WorkloadConfig
-    from alphagate.twin.background import twin_in_thread
+    from alphagate.twin.background import twin_in_process
     from alphagate.twin.config import TwinConfig
 
     console.rule(
@@ -130,12 +130,13 @@ def _measure() -> None:
     cand_cfg = TwinConfig(
         deployment=dep, workload=wl, k=3, time_scale=0.5, per_request_spec_decode_metrics="summary"
     )
-    with twin_in_thread(base_cfg) as (b_url, _), twin_in_thread(cand_cfg) as (c_url, _):
+    with twin_in_process(base_cfg) as b_url, twin_in_process(cand_cfg) as c_url:
         cfg = BenchConfig(
             targets=(("baseline", b_url), ("candidate", c_url)),
             levels=(Level(label="c1", concurrency=1), Level(label="c16", concurrency=16)),
             num_prompts=len(prompts),
             repeats=3,
+            dataset="synthetic:in=256,out=96",
         )
         with (
             RecordsFile(out_dir / "requests.jsonl", "demo") as records,

@@ -137,8 +137,22 @@ def rules_from_plan(path: Path) -> list[Rule]:
     if not path.is_file():
         raise ConfigError(f"plan file not found (or not a file): {path}")
     try:
-        plan = Plan.model_validate_json(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValidationError, ValueError) as exc:
+        text = path.read_text(encoding="utf-8")
+        plan = Plan.model_validate_json(text)
+    except ValidationError as exc:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data.get("verb") == "plan":
+            raise ConfigError(
+                f"{path}: a plan written by another version of alphagate "
+                f"({validation_problem(exc)}): re-run alphagate plan"
+            ) from None
+        raise ConfigError(
+            f"{path}: not an alphagate plan JSON ({validation_problem(exc)})"
+        ) from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(
             f"{path}: not an alphagate plan JSON ({str(exc).splitlines()[0]})"
         ) from None

@@ -11,6 +11,7 @@ from rich.text import Text
 from alphagate.bench.records import BenchResult, Comparison, LevelSummary, Stats
 from alphagate.bench.slo import Goodput
 from alphagate.bench.sweep import SweepSummary
+from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.report._fmt import LOSS, fmt_ms, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.results import Speedups
@@ -22,8 +23,12 @@ def _failed(s: Stats) -> str:
     return ", ".join(f"{k}:{v}" for k, v in s.failed_by_type.items()) or "0"
 
 
-def _acceptance(lv: LevelSummary) -> str:
-    a = lv.acceptance
+def _acceptance(lv: LevelSummary, cls: str | None = None) -> str:
+    if cls is not None:
+        ra = lv.request_acceptance
+        a: AcceptanceEstimate | None = None if ra is None else ra.classes.get(cls)
+    else:
+        a = lv.acceptance
     if a is None or a.draft_acceptance_rate is None:
         return "—"
     alpha = "—" if a.alpha_iid is None else f"{a.alpha_iid:.3f}"
@@ -58,6 +63,11 @@ def _value(s: Stats, key: str) -> str:
 
 
 def _level_title(lv: LevelSummary) -> str:
+    runs = len(lv.runs)
+    return _load_title(lv) + (f", {runs} alternated runs" if runs > 1 else "")
+
+
+def _load_title(lv: LevelSummary) -> str:
     cap = f", at most {lv.concurrency} in flight" if lv.concurrency else ""
     if lv.time_scale is not None:
         pace = "" if lv.time_scale == 1 else f" ({1 / lv.time_scale:g}× speed)"
@@ -81,12 +91,30 @@ def _level_block(levels: list[LevelSummary], comp: Comparison | None) -> Table:
         *(f"{lv.overall.completed} / {_failed(lv.overall)}" for lv in levels),
         *([""] if comp else []),
     )
+    between = {}
+    if comp is not None and comp.runs > 1:
+        between = {
+            "throughput_speedup": comp.throughput_interval,
+            "tpot_mean_speedup": comp.tpot_interval,
+        }
     for label, key, field in _ROWS:
         extra = []
         if sp is not None:
             extra = [fmt_x_marked(getattr(sp, field)) if field else ""]
+            ci = between.get(field or "")
+            if ci is not None:
+                extra = [f"{extra[0]} [{ci.low:.2f}, {ci.high:.2f}]"]
         t.add_row(label, *(_value(lv.overall, key) for lv in levels), *extra)
     t.add_row("ρ / τ / α (i.i.d.)", *(_acceptance(lv) for lv in levels), *([""] if comp else []))
+    names = sorted(
+        {c for lv in levels if lv.request_acceptance for c in lv.request_acceptance.classes}
+    )
+    for name in names:
+        t.add_row(
+            Text(f"  … class {name}"),
+            *(_acceptance(lv, name) for lv in levels),
+            *([""] if comp else []),
+        )
     if any(lv.goodput is not None for lv in levels):
         _goodput_rows(t, levels, comp)
     if any(lv.overall.send_lag_ms is not None for lv in levels):
@@ -164,7 +192,21 @@ def render_bench(result: BenchResult) -> RenderableType:
             "cand vs base: how many times better the candidate is — throughput cand ÷ base, "
             f"latency base ÷ cand; below 1× ({LOSS}) the candidate is worse."
         )
+    if any(c.runs > 1 for c in result.comparisons):
+        notes.append(
+            "[lo, hi]: 95% interval between the alternated runs (Student's t on the pairs' log "
+            "ratios); one run cannot show how much a ratio moves from run to run."
+        )
     for lv in result.levels:
+        if lv.validity is not None and lv.validity.distorted:
+            parts.append(
+                Text(
+                    f"{lv.target} {lv.level}: distorted — "
+                    + "; ".join(lv.validity.reasons)
+                    + " (no evidence for a gate: rerun on a quieter machine)",
+                    style="red",
+                )
+            )
         for kind, msg in lv.overall.first_error_by_type.items():
             n = lv.overall.failed_by_type.get(kind, 0)
             total = lv.overall.completed + lv.overall.failed

@@ -62,18 +62,21 @@ def tail_line(p: Plan) -> str:
     t = p.p99
     assert t is not None
     pool = (
-        "the speculative pool ("
-        + ", ".join(c.name for c in p.classes if c.name not in p.routed_away)
-        + ")"
+        ", ".join(c.name for c in p.classes if c.name not in p.routed_away) + " only"
         if p.routed_away
         else "all traffic"
     )
     verdict = "within" if t.ok else "past"
-    bound = f"the budget {t.budget:g}×" + (f" and the {t.slo_ms:g} ms SLO" if t.slo_ms else "")
+    bound = (
+        "not worse than without speculation" if t.budget == 1.0 else f"the budget {t.budget:g}×"
+    ) + (f" and the {t.slo_ms:g} ms SLO" if t.slo_ms else "")
+    if t.ok and t.budget == 1.0 and not t.slo_ms:
+        verdict, bound = "", bound
     action = f"; {t.action}" if t.action else ""
     return (
         f"P99 ITL per token at concurrency {t.concurrency} (K={t.k}, {pool}) "
-        f"{t.off_ms:.1f} → {t.on_ms:.1f} ms ({t.ratio:.2f}×), {verdict} {bound}{action}"
+        f"{t.off_ms:.1f} → {t.on_ms:.1f} ms ({t.ratio:.2f}×), {f'{verdict} ' if verdict else ''}"
+        f"{bound}{action}"
     )
 
 

@@ -116,18 +116,22 @@ def bench_command(b: BenchResult, source: str) -> Command:
     for key, flag in (
         ("endpoint", "--endpoint"),
         ("model", "--model"),
+        ("dataset", "--dataset"),
+        ("only_class", "--only-class"),
         ("num_prompts", "--num-prompts"),
         ("warmup", "--warmup"),
         ("seed", "--seed"),
+        ("temperature", "--temperature"),
     ):
         value = cfg.get(key)
-        if value not in (None, 0, ""):
+        if value not in (None, 0, 0.0, ""):
             parts.append(f"{flag} {shlex.quote(str(value))}")
+    if isinstance(cfg.get("repeats"), int) and cfg["repeats"] > 1:
+        parts.append(f"--repeats {cfg['repeats']}")
     parts.append(f"--out {shlex.quote(str(PurePath(source).parent))}")
-    unrecorded = (
-        "--dataset (not recorded in summary.json)",
-        "--api-key / --header (never written)",
-    )
+    unrecorded: tuple[str, ...] = ("--api-key / --header (never written)",)
+    if not cfg.get("dataset"):
+        unrecorded = ("--dataset (not recorded in summary.json)", *unrecorded)
     return Command(" ".join(parts), unrecorded)
 
 

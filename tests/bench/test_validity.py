@@ -1,0 +1,99 @@
+"""A/B validity: a run whose client (or twin) fell behind is marked ``distorted`` with its figures,
+and a clean run is not — from the records' own gaps, the client loop's lag and the twin's clock."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from alphagate.bench.dataset import load_prompts
+from alphagate.bench.records import RequestRecord
+from alphagate.bench.run import run_bench
+from alphagate.bench.runner import BenchConfig, Level
+from alphagate.bench.validity import BOUNDS, ServerLag, run_validity
+from alphagate.core.traffic import TrafficClass
+from alphagate.specs import DeploymentConfig, WorkloadConfig
+from alphagate.twin.config import TwinConfig
+from tests.servers import twin
+
+
+def _record(times: list[float]) -> RequestRecord:
+    return RequestRecord(
+        run_id="r", id=0, target="candidate", level="c1", cls=None, prompt_tokens=4,
+        output_tokens=len(times), send_s=0.0, ttft_s=times[0], chunk_times_s=times,
+        chunk_tokens=[1] * len(times), tokens_per_chunk_source="usage", e2e_s=times[-1],
+    )  # fmt: skip
+
+
+def test_bunched_reads_are_distortion_and_steady_gaps_are_not() -> None:
+    steady = [_record([0.006 * (i + 1) for i in range(50)]) for _ in range(4)]
+    v = run_validity(steady, [0.2] * 100, None)
+    assert not v.distorted and v.bunched_share == 0.0
+    assert v.median_gap_ms == pytest.approx(6.0)
+    # every tenth chunk read together with the one before it: gaps of 0, then 12 ms
+    times = []
+    t = 0.0
+    for i in range(50):
+        t += 0.0 if i % 10 == 9 else 0.006
+        times.append(t)
+    v = run_validity([_record(times)] * 4, [0.2] * 100, None)
+    assert v.distorted and v.bunched_share is not None and v.bunched_share > BOUNDS["bunched_share"]
+    assert "read them late, together" in v.reasons[0]
+
+
+def test_client_lag_and_a_twin_behind_its_clock_are_distortion() -> None:
+    steady = [_record([0.006 * (i + 1) for i in range(50)])]
+    late = run_validity(steady, [0.2] * 97 + [13.0] * 3, None)  # P99 lag 13 ms vs 6 ms gaps
+    assert late.distorted and "event loop ran" in late.reasons[0]
+    assert not run_validity(steady, [0.2] * 97 + [8.0] * 3, None).distorted  # within two steps
+    behind = run_validity(steady, [0.2] * 100, ServerLag(steps=100, lag_s=0.4, resyncs=0))
+    assert behind.distorted and behind.server_lag_ms == pytest.approx(4.0)
+    resync = run_validity(steady, [0.2] * 100, ServerLag(steps=100, lag_s=0.0, resyncs=2))
+    assert resync.distorted and "gave the time up 2×" in resync.reasons[0]
+
+
+def _ab(hog: bool) -> list[bool]:
+    """A bench against a twin of 6 ms steps, with or without a thread that holds the
+    interpreter lock in ~5 ms slices (the GIL's switch interval): the client loop waits."""
+    wl = WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=0.7),))
+    dep = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
+    cfg = TwinConfig(deployment=dep, workload=wl, k=3, time_scale=1.0)
+    stop = threading.Event()
+
+    def spin() -> None:
+        x = 0
+        while not stop.is_set():
+            for _ in range(10_000):
+                x += 1
+
+    hogs = [threading.Thread(target=spin, daemon=True) for _ in range(1 if hog else 0)]
+    prompts, _ = load_prompts("synthetic:in=32,out=32", 8, seed=0)
+    with twin(cfg) as (url, _):
+        for h in hogs:
+            h.start()
+        try:
+            result = run_bench(
+                BenchConfig(
+                    targets=(("candidate", url),),
+                    levels=(Level(label="c4", concurrency=4),),
+                    num_prompts=len(prompts),
+                ),
+                prompts,
+                run_id="v",
+            )
+        finally:
+            stop.set()
+            for h in hogs:
+                h.join()
+    return [r.validity.distorted for lv in result.levels for r in lv.runs if r.validity]
+
+
+def test_a_client_starved_of_the_interpreter_is_marked_distorted() -> None:
+    assert _ab(hog=True) == [True]
+
+
+def test_a_quiet_run_is_not_distorted() -> None:
+    time.sleep(0.1)
+    assert _ab(hog=False) == [False]

@@ -1,0 +1,229 @@
+"""The evidence a rollout's gate reads: per-class acceptance from a bench run against a twin that
+returns per-request counts, one class per run when it does not, saved /metrics scrapes, and the
+refusals — counts that contradict the counters, a distorted A/B, an interrupted A/B (its
+completed pairs kept and used), a plan of another version."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from alphagate.core.traffic import TrafficClass
+from alphagate.specs import DeploymentConfig, WorkloadConfig
+from alphagate.twin.config import TwinConfig
+from tests.conftest import Cli
+from tests.servers import twin
+
+DEP = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
+MIX = (
+    TrafficClass(name="chat", share=0.5, alpha=0.8),
+    TrafficClass(name="code", share=0.5, alpha=0.3),
+)
+
+
+def _cfg(k: int, per_request: bool = True, time_scale: float = 0.0) -> TwinConfig:
+    return TwinConfig(
+        deployment=DEP,
+        workload=WorkloadConfig(classes=MIX),
+        k=k,
+        time_scale=time_scale,
+        per_request_spec_decode_metrics="summary" if per_request else "none",
+    )
+
+
+def _dataset(path: Path, n: int = 40) -> Path:
+    lines = [
+        json.dumps(
+            {"prompt": f"p{i} a b c d", "max_tokens": 48, "class": "chat" if i % 2 else "code"}
+        )
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _bench(cli: Cli, url: str, data: Path, out: Path, *extra: str) -> dict[str, object]:
+    r = cli.run(
+        "bench", "--url", url, "--dataset", str(data), "-c", "4", "-n", "40", "--out", str(out),
+        "--no-progress", *extra,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return json.loads((out / "summary.json").read_text())  # type: ignore[no-any-return]
+
+
+def test_per_class_acceptance_from_per_request_counts_is_each_class_s_own(
+    cli: Cli, tmp_path: Path
+) -> None:
+    data = _dataset(tmp_path / "t.jsonl")
+    with twin(_cfg(3)) as (url, _):
+        summary = _bench(cli, url, data, tmp_path / "b")
+    (lv,) = summary["levels"]  # type: ignore[misc]
+    ra = lv["request_acceptance"]
+    assert ra["requests_with_counts"] == 40
+    assert (ra["overall"]["num_drafts"], ra["overall"]["num_accepted_tokens"]) == (
+        lv["acceptance"]["num_drafts"],
+        lv["acceptance"]["num_accepted_tokens"],
+    )  # the twin counts its counters where it counts each request's, as vLLM's scheduler
+    m = cli.json(
+        "measure", "bench", str(tmp_path / "b" / "summary.json"), "--min-drafts", "100",
+        "--out", str(tmp_path / "m.json"),
+    )  # fmt: skip
+    chat, code = m["classes"]["chat"], m["classes"]["code"]
+    for est, true in ((chat, 0.8), (code, 0.3)):
+        assert est["alpha_iid_ci"]["low"] <= true <= est["alpha_iid_ci"]["high"]
+        assert "requests (cluster-robust)" in est["interval_basis"]
+    g = cli.json(
+        "gate", "--bench", str(tmp_path / "b" / "summary.json"), "--min-alpha", "0.5",
+        "--class", "code", "--min-drafts", "100", exit_code=1,
+    )  # fmt: skip
+    assert g["results"][0]["result"] == "fail" and "class code" in g["results"][0]["evidence"]
+    plan = cli.json(
+        "plan", "--model", "llama-3.1-8b", "--class", "chat:0.5", "--class", "code:0.5",
+        "-c", "16", "--alpha-from", str(tmp_path / "m.json"),
+    )  # fmt: skip
+    measured = {c["name"]: c["alpha"] for c in plan["classes"]}
+    assert measured == pytest.approx({"chat": chat["alpha_iid"], "code": code["alpha_iid"]})
+
+
+def test_without_per_request_counts_one_class_per_run_is_that_class(
+    cli: Cli, tmp_path: Path
+) -> None:
+    data = _dataset(tmp_path / "t.jsonl")
+    with twin(_cfg(3, per_request=False)) as (url, _):
+        mixed = tmp_path / "mixed"
+        _bench(cli, url, data, mixed)
+        code = tmp_path / "code"
+        _bench(cli, url, data, code, "--only-class", "code")
+    g = cli.run("gate", "--bench", str(mixed / "summary.json"), "--min-alpha", "0.1", "--class", "code",
+                "--min-drafts", "100")  # fmt: skip
+    assert g.exit_code == 3 and "no measurement of class code" in g.output
+    assert "--only-class code" in g.output  # what to do about it
+    g = cli.json("gate", "--bench", str(code / "summary.json"), "--min-alpha", "0.1", "--class", "code",
+                 "--min-drafts", "100")  # fmt: skip
+    assert g["decision"] == "pass"
+    assert "labelled as that class" in g["results"][0]["evidence"]
+    m = cli.json(
+        "measure",
+        "bench",
+        str(code / "summary.json"),
+        "--min-drafts",
+        "100",
+        "--out",
+        str(tmp_path / "code.json"),
+    )
+    assert set(m["classes"]) == {"code"}
+
+
+def test_counts_that_exceed_the_counters_are_refused(cli: Cli, tmp_path: Path) -> None:
+    data = _dataset(tmp_path / "t.jsonl")
+    with twin(_cfg(3)) as (url, _):
+        _bench(cli, url, data, tmp_path / "b")
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    lv = summary["levels"][0]
+    lv["acceptance"]["num_drafts"] = lv["request_acceptance"]["overall"]["num_drafts"] - 10
+    (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
+    r = cli.run("gate", "--bench", str(tmp_path / "b" / "summary.json"), "--min-alpha", "0.1")
+    assert r.exit_code == 2 and "more than the" in r.output and "counters grew by" in r.output
+    r = cli.run("measure", "bench", str(tmp_path / "b" / "summary.json"))
+    assert r.exit_code == 2 and "neither can be trusted" in r.output
+
+
+def test_saved_scrapes_are_evidence_with_the_live_delta_rules(cli: Cli, tmp_path: Path) -> None:
+    data = _dataset(tmp_path / "t.jsonl")
+    with twin(_cfg(3)) as (url, _):
+        before = urllib.request.urlopen(url + "/metrics").read()
+        summary = _bench(cli, url, data, tmp_path / "b")
+        after = urllib.request.urlopen(url + "/metrics").read()
+    (tmp_path / "before.txt").write_bytes(before)
+    (tmp_path / "after.txt").write_bytes(after)
+    m = cli.json(
+        "measure", "live", "--from-file", str(tmp_path / "before.txt"),
+        "--from-file", str(tmp_path / "after.txt"), "--min-drafts", "10",
+    )  # fmt: skip
+    acc = summary["levels"][0]["acceptance"]  # type: ignore[index]
+    assert m["overall"]["num_drafts"] == acc["num_drafts"]
+    assert m["overall"]["num_accepted_tokens"] == acc["num_accepted_tokens"]
+    g = cli.json(
+        "gate", "--min-alpha", "0.1", "--measure", str(tmp_path / "before.txt"),
+        "--measure", str(tmp_path / "after.txt"), "--min-drafts", "10",
+    )  # fmt: skip
+    assert g["decision"] == "pass" and "saved scrapes" in g["results"][0]["evidence"]
+    one = cli.run("measure", "live", "--from-file", str(tmp_path / "after.txt"))
+    assert one.exit_code == 2 and "at least two files" in one.output
+    (tmp_path / "junk.txt").write_text("# not\nexposition {{{\n")
+    junk = cli.run(
+        "measure",
+        "live",
+        "--from-file",
+        str(tmp_path / "junk.txt"),
+        "--from-file",
+        str(tmp_path / "after.txt"),
+    )
+    assert junk.exit_code == 2 and "junk.txt" in junk.output and "Traceback" not in junk.output
+
+
+def test_an_interrupted_ab_keeps_its_completed_pairs_and_the_gate_uses_them(tmp_path: Path) -> None:
+    """SIGINT in the middle of a 4-repeat A/B: the summary holds the runs that completed (and the
+    partial one), and the gate judges the pairs complete on both sides."""
+    data = _dataset(tmp_path / "t.jsonl")
+    out = tmp_path / "ab"
+    # real-time twins (at a time scale near 0 a client on two cores reads the chunks in bunches,
+    # and the gate rightly refuses the A/B as distorted)
+    with (
+        twin(_cfg(0, per_request=False, time_scale=1.0)) as (b, _),
+        twin(_cfg(3, time_scale=1.0)) as (c, _),
+    ):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "alphagate", "bench", "--baseline-url", b, "--candidate-url", c,
+             "--dataset", str(data), "-c", "4", "-n", "16", "--repeats", "8", "--out", str(out),
+             "--no-progress"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        records = out / "requests.jsonl"
+        while time.monotonic() < deadline:
+            if records.exists() and len(records.read_text().splitlines()) >= 16 * 5:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    by = {lv["target"]: lv for lv in summary["levels"]}
+    done_b = {r["repeat"] for r in by["baseline"]["runs"]}
+    done_c = {r["repeat"] for r in by["candidate"]["runs"]}
+    assert len(done_b & done_c) >= 2
+    g = Cli().json(
+        "gate", "--bench", str(out / "summary.json"), "--min-tpot-speedup", "0.1",
+        "--min-requests", "10",
+    )  # fmt: skip
+    assert g["results"][0]["sample"] >= 16 * 2
+    tpot = g["results"][0]
+    assert tpot["result"] == "pass", tpot
+    assert "alternated runs" in tpot["basis"]
+
+
+def test_a_plan_of_another_version_is_refused_by_name(cli: Cli, tmp_path: Path) -> None:
+    d = cli.json("plan", "--model", "llama-3.1-8b", "--class", "chat:1:0.7", "-c", "16")
+    del d["serve_candidate"], d["p99"]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    r = cli.run("gate", "--plan", str(tmp_path / "old.json"), "--min-alpha", "0.5")
+    assert r.exit_code == 2 and "another version of alphagate" in r.output
+
+
+@pytest.mark.parametrize("field", ["--class-field", "--only-class"])
+def test_class_flags_on_data_without_classes_say_so(cli: Cli, tmp_path: Path, field: str) -> None:
+    (tmp_path / "plain.jsonl").write_text(json.dumps({"prompt": "a", "max_tokens": 4}) + "\n")
+    with twin(_cfg(3)) as (url, _):
+        r = cli.run(
+            "bench", "--url", url, "--dataset", str(tmp_path / "plain.jsonl"), field, "kind"
+        )
+    assert r.exit_code == 2 and field in r.output and "Traceback" not in r.output
