@@ -126,8 +126,9 @@ def bench_command(b: BenchResult, source: str) -> Command:
         value = cfg.get(key)
         if value not in (None, 0, 0.0, ""):
             parts.append(f"{flag} {shlex.quote(str(value))}")
-    if isinstance(cfg.get("repeats"), int) and cfg["repeats"] > 1:
-        parts.append(f"--repeats {cfg['repeats']}")
+    repeats = cfg.get("repeats")
+    if isinstance(repeats, int) and repeats > 1:
+        parts.append(f"--repeats {repeats}")
     parts.append(f"--out {shlex.quote(str(PurePath(source).parent))}")
     unrecorded: tuple[str, ...] = ("--api-key / --header (never written)",)
     if not cfg.get("dataset"):
