@@ -133,7 +133,11 @@ def _measure() -> None:
     with twin_in_process(base_cfg) as b_url, twin_in_process(cand_cfg) as c_url:
         cfg = BenchConfig(
             targets=(("baseline", b_url), ("candidate", c_url)),
-            levels=(Level(label="c1", concurrency=1), Level(label="c16", concurrency=16)),
+            # c1 takes a request per user at a time: a third of the requests keep it short
+            levels=(
+                Level(label="c1", concurrency=1, requests=16),
+                Level(label="c16", concurrency=16, requests=len(prompts)),
+            ),
             num_prompts=len(prompts),
             repeats=3,
             dataset="synthetic:in=256,out=96",
