@@ -273,7 +273,10 @@ def test_two_classes_above_their_gates_every_stage_exits_0_and_the_gate_passes(
 def test_a_class_below_its_gate_fails_the_gate_by_name_and_is_routed_away(tmp_path: Path) -> None:
     planned = ["chat:0.6:0.75", "rag:0.4:0.5"]
     real = ["chat:0.6:0.75", "rag:0.4:0.05"]  # the rag head is far worse than the team thought
-    r, plan = _follow(tmp_path, [f"--class={c}" for c in planned], real, "plan.md")
+    # a failing rule decides alone: fewer requests than a pass needs (its error-rate rule)
+    r, plan = _follow(
+        tmp_path, [*(f"--class={c}" for c in planned), "--bench-requests", "40"], real, "plan.md"
+    )
     assert plan["verdict"] == "go"
     _run_all(r, tmp_path / "plan.md", {"gate": 1})
     decision = json.loads((tmp_path / "results" / "gate.json").read_text())
@@ -290,7 +293,10 @@ def test_a_class_below_its_gate_fails_the_gate_by_name_and_is_routed_away(tmp_pa
 
 def test_a_no_go_plan_never_turns_speculation_on_and_its_way_out_runs(tmp_path: Path) -> None:
     classes = ["chat:1:0.1"]  # a head that accepts almost nothing: no K pays
-    r, plan = _follow(tmp_path, [f"--class={c}" for c in classes], ["chat:1:0.7"], "plan.md")
+    r, plan = _follow(
+        tmp_path, [*(f"--class={c}" for c in classes), "--bench-requests", "24"], ["chat:1:0.7"],
+        "plan.md",
+    )  # fmt: skip
     assert plan["verdict"] == "no-go" and plan["gate"] is None
     assert _stage_numbers(plan) == ["Baseline", "What would change the verdict"]
     md = (tmp_path / "plan.md").read_text()
