@@ -15,6 +15,7 @@ import pytest
 
 from alphagate import theory
 from alphagate.bench.records import RequestRecord
+from alphagate.core.errors import ConfigError
 from alphagate.gate import Evidence, Rule, RuleSet, evaluate
 from alphagate.gate.evidence import ABSide, ab_value
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
@@ -71,12 +72,16 @@ def test_decision_and_exit_code_combine_rules() -> None:
 
 def test_a_measurement_outranks_a_bench_runs_counters() -> None:
     ev = Evidence()
-    ev.add_acceptance(None, _acc(0.3, 2000), "bench c1", bench=True)
-    ev.add_acceptance(None, _acc(0.4, 9000), "bench c16", bench=True)  # more drafts: kept
+    ev.add_acceptance(None, _acc(0.69, 2000), "bench c1", bench=True)
+    ev.add_acceptance(None, _acc(0.70, 9000), "bench c16", bench=True)  # more drafts: kept
     assert ev.acceptance_source[None] == "bench c16"
-    ev.add_acceptance(None, _acc(0.7, 3000), "measure live")
-    ev.add_acceptance(None, _acc(0.2, 90000), "bench c64", bench=True)  # does not replace it
+    ev.add_acceptance(None, _acc(0.71, 3000), "measure live")
+    ev.add_acceptance(None, _acc(0.70, 90000), "bench c64", bench=True)  # does not replace it
     assert ev.acceptance_source[None] == "measure live"
+    # a measure file that says α 0.7 beside a bench run whose own counters say 0.3: one of them
+    # is not of this traffic, and the gate says so instead of believing either
+    with pytest.raises(ConfigError, match="contradict each other"):
+        ev.add_acceptance(None, _acc(0.3, 90000), "bench c256", bench=True)
 
 
 def _records(n: int, tpot_s: float, tokens: int, rng: np.random.Generator) -> list[RequestRecord]:
@@ -192,7 +197,8 @@ def test_cli_point_values_from_vllm_bench_serve(cli: Cli, tmp_path: Path) -> Non
     assert d["results"][0]["result"] == "insufficient"
     assert "--allow-point-estimates" in d["results"][0]["why"]
     d = cli.json(*args, "--allow-point-estimates", exit_code=3)
-    tpot, itl = d["results"]
+    tpot, itl, errors = d["results"]
+    assert errors["rule"]["metric"] == "error_rate" and errors["result"] == "pass"  # 0 of 500
     assert tpot["result"] == "pass" and tpot["value"] == pytest.approx(20 / 12)
     assert "point estimate" in tpot["why"]
     # vllm bench serve's ITL is one sample per chunk: never judged as a per-token figure
@@ -262,7 +268,7 @@ def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_
 
     d = cli.json(
         "gate", "--min-goodput-speedup", "0.01", "--bench", str(tmp_path / "summary.json"),
-        "--min-requests", "10", "--allow-single-run",
+        "--min-requests", "10", "--allow-single-run", "--ignore-errors",
     )  # fmt: skip
     (res,) = d["results"]
     want = good_per_s("candidate") / good_per_s("baseline")
@@ -274,7 +280,7 @@ def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_
     (tmp_path / "tight.json").write_text(json.dumps(tight))
     d = cli.json(
         "gate", "--min-goodput-speedup", "1.0", "--bench", str(tmp_path / "tight.json"),
-        "--min-requests", "10", "--allow-single-run", exit_code=3,
+        "--min-requests", "10", "--allow-single-run", "--ignore-errors", exit_code=3,
     )  # fmt: skip
     assert "unbounded" in d["results"][0]["why"]
     # without an SLO in the runs, goodput cannot be judged: not enough evidence, and why

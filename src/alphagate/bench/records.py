@@ -596,6 +596,8 @@ class BenchResult(Results):
 
     verb: Literal["bench"] = "bench"
     run_id: str
+    started_at: float | None = Field(default=None, description="Unix time the run started")
+    ended_at: float | None = Field(default=None, description="Unix time the run ended")
     config: dict[str, object] = Field(description="the run's configuration, secrets redacted")
     levels: list[LevelSummary]
     comparisons: list[Comparison]

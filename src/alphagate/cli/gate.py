@@ -59,6 +59,10 @@ def _evaluate_once(
         if live is not None:
             live.add_to(ev, watching)
     except MeasureError as exc:  # a ConfigError too: caught first
+        if watching and exc.exit_code == 3:  # the source went quiet: judged, not a bad input
+            from alphagate.gate import no_evidence
+
+            return no_evidence(rs, str(exc), [])
         fail(str(exc), live.flag if live is not None else "--url")
     except ConfigError as exc:
         config_error(exc, "--measure/--bench/--baseline/--candidate")
@@ -91,6 +95,7 @@ def _loop(
             if (
                 not watch
                 or result.decision == "fail"
+                or result.source_lost is not None
                 or (duration is not None and time.monotonic() - start >= duration)
             ):
                 return result
@@ -221,6 +226,22 @@ def gate_cmd(
             "they are; by default they are not enough evidence.",
         ),
     ] = False,
+    max_age: Annotated[
+        str,
+        typer.Option(
+            "--max-age",
+            help="Evidence measured longer ago than this (90m, 12h, 7d) is stale: not enough "
+            "evidence until measured again.",
+        ),
+    ] = "7d",
+    ignore_errors: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-errors",
+            help="Do not judge the candidate's failed requests (by default every A/B is judged "
+            "with errors ≤ 5% at its concurrency unless --max-error-rate says otherwise).",
+        ),
+    ] = False,
     allow_single_run: Annotated[
         bool,
         typer.Option(
@@ -304,7 +325,8 @@ def gate_cmd(
     from pydantic import ValidationError
 
     from alphagate.core.errors import ConfigError
-    from alphagate.gate import RuleSet, load_rules, rules_from_plan
+    from alphagate.gate import RuleSet, load_rules
+    from alphagate.gate.rules import default_error_rules, load_plan, plan_rules
     from alphagate.gate.sources import EvidenceFiles, LiveSource, flag_rules
     from alphagate.measure.prometheus import parse_duration
     from alphagate.measure.results import MeasureError
@@ -312,11 +334,14 @@ def gate_cmd(
     if out is not None:
         check_output_path(out, "--out", directory=False)
     try:
-        base = load_rules(rules) if rules else None
-        from_plan = rules_from_plan(plan) if plan else []
         window_s = parse_duration(window)
+        max_age_s = parse_duration(max_age)
     except MeasureError as exc:
-        fail(str(exc), "--window")
+        fail(str(exc), "--window/--max-age")
+    try:
+        base = load_rules(rules) if rules else None
+        the_plan = load_plan(plan) if plan else None
+        from_plan = plan_rules(the_plan, plan) if the_plan is not None and plan else []
     except ConfigError as exc:
         config_error(exc, "--plan/--rules")
     flagged = flag_rules(
@@ -335,6 +360,8 @@ def gate_cmd(
     all_rules = [*(base.rules if base else []), *from_plan, *flagged]
     if not all_rules:
         fail("no rules: give --plan, --rules or a --min-…/--max-… flag", "--plan")
+    if not ignore_errors:
+        all_rules += default_error_rules(all_rules)
     rs = RuleSet(
         rules=all_rules,
         min_drafts=max(min_drafts or 0, base.min_drafts if base else 0) or 2000,
@@ -353,7 +380,14 @@ def gate_cmd(
     if watch and live is None:
         fail("--watch needs live evidence: --url or --prometheus", "--watch")
     files = EvidenceFiles(
-        measure or [], bench or [], baseline, candidate, vllm_baseline, vllm_candidate
+        measure or [],
+        bench or [],
+        baseline,
+        candidate,
+        vllm_baseline,
+        vllm_candidate,
+        served_model=None if the_plan is None else the_plan.served_model,
+        max_age_s=max_age_s,
     )
     try:
         with sigterm_as_interrupt():

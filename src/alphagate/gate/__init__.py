@@ -1,6 +1,6 @@
 """The gate: rules (from flags, a file or a plan) judged on measured evidence, as an exit code."""
 
-from alphagate.gate.evaluate import EXIT_CODES, GateResult, RuleResult, evaluate
+from alphagate.gate.evaluate import EXIT_CODES, GateResult, RuleResult, evaluate, no_evidence
 from alphagate.gate.evidence import Evidence, load_bench, load_measure, load_vllm_result
 from alphagate.gate.rules import Rule, RuleSet, load_rules, rules_from_plan
 
@@ -16,5 +16,6 @@ __all__ = [
     "load_measure",
     "load_rules",
     "load_vllm_result",
+    "no_evidence",
     "rules_from_plan",
 ]

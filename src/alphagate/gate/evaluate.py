@@ -19,7 +19,7 @@ from alphagate.gate.evidence import Evidence, Value, ab_value
 from alphagate.gate.rules import ACCEPTANCE_METRICS, Rule, RuleSet
 from alphagate.measure.estimate import AcceptanceEstimate, Interval
 
-__all__ = ["EXIT_CODES", "GateResult", "RuleResult", "evaluate"]
+__all__ = ["EXIT_CODES", "GateResult", "RuleResult", "evaluate", "no_evidence"]
 
 Outcome = Literal["pass", "fail", "insufficient"]
 EXIT_CODES: dict[Outcome, int] = {"pass": 0, "fail": 1, "insufficient": 3}
@@ -49,6 +49,9 @@ class GateResult(Results):
     results: list[RuleResult]
     sources: list[str]
     notes: list[str] = Field(default_factory=list, description="what the evidence could not tell")
+    source_lost: str | None = Field(
+        default=None, description="a live source stopped answering: a watch ends on it"
+    )
 
 
 def _acceptance_value(metric: str, est: AcceptanceEstimate) -> Value:
@@ -112,6 +115,10 @@ def _judge(rule: Rule, v: Value, minimum: int, rs: RuleSet) -> tuple[Outcome, st
     return "insufficient", f"the 95% interval [{lo:.3g}, {hi:.3g}] straddles {rule.threshold:.4g}"
 
 
+def _stale(ev: Evidence) -> str:
+    return (" — " + "; ".join(ev.stale)) if ev.stale else ""
+
+
 def _levels(keys: list[int | None]) -> str:
     return ", ".join(f"c{c}" if c is not None else "open loop" for c in keys)
 
@@ -128,11 +135,11 @@ def _evidence_for(rule: Rule, ev: Evidence, rs: RuleSet) -> tuple[Value, str, in
                 f"{rule.cls}), or measure it offline"
             )
         if est is None:
-            return "no acceptance evidence was given for it"
+            return "no acceptance evidence was given for it" + _stale(ev)
         return _acceptance_value(rule.metric, est), ev.acceptance_source[rule.cls], rs.min_drafts
     pairs = ev.ab
     if not pairs:
-        return "no baseline vs candidate evidence was given for it"
+        return "no baseline vs candidate evidence was given for it" + _stale(ev)
     if rule.concurrency is not None:
         if rule.concurrency not in pairs:
             return (
@@ -199,5 +206,30 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
         exit_code=EXIT_CODES[decision],
         results=results,
         sources=ev.sources,
-        notes=list(dict.fromkeys(ev.notes)),
+        notes=list(dict.fromkeys([*ev.notes, *ev.stale])),
+    )
+
+
+def no_evidence(rs: RuleSet, why: str, sources: list[str]) -> GateResult:
+    """Every rule insufficient for one reason (a live source that stopped answering)."""
+    results = [
+        RuleResult(
+            rule=rule,
+            value=None,
+            interval=None,
+            sample=0.0,
+            sample_unit="",
+            margin=None,
+            result="insufficient",
+            why=why,
+            evidence="",
+        )  # fmt: skip
+        for rule in rs.rules
+    ]
+    return GateResult(
+        decision="insufficient",
+        exit_code=EXIT_CODES["insufficient"],
+        results=results,
+        sources=sources,
+        source_lost=why,
     )

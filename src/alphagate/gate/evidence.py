@@ -10,6 +10,7 @@ Wilson interval.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,10 +19,25 @@ from pydantic import ValidationError
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
 from alphagate.bench.slo import SLO
 from alphagate.core.errors import ConfigError, invalid
+from alphagate.gate.consistency import (
+    DEFAULT_MAX_AGE_S,
+    bench_started_at,
+    check_estimate,
+    check_records,
+    window_problem,
+)
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, wilson
 from alphagate.measure.results import MeasureResult
 
-__all__ = ["ABSide", "Evidence", "Value", "load_bench", "load_measure", "load_vllm_result"]
+__all__ = [
+    "ABSide",
+    "Evidence",
+    "Value",
+    "load_bench",
+    "load_measure",
+    "load_vllm_result",
+    "read_bench",
+]
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,12 @@ class Evidence:
     )
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the evidence could not tell
+    #: (where, the served model it measured) of every file that names one
+    models: list[tuple[str, str | None]] = field(default_factory=list)
+    #: files left out as older than max_age_s (why, for the rules that then lack evidence)
+    stale: list[str] = field(default_factory=list)
+    max_age_s: float = DEFAULT_MAX_AGE_S
+    now: float = field(default_factory=time.time)
 
     def add_acceptance(
         self,
@@ -79,6 +101,17 @@ class Evidence:
         kind = "live" if live else "bench" if bench else "file"
         old_kind = self.kind.get(cls)
         old = self.acceptance.get(cls)
+        if (
+            old is not None
+            and old_kind is not None
+            and kind != old_kind
+            and "live"
+            not in (
+                kind,
+                old_kind,
+            )
+        ):
+            _no_contradiction(cls, old, self.acceptance_source[cls], est, source)
         if old is not None and old_kind is not None:
             rank = {"bench": 0, "file": 1, "live": 2}
             if rank[kind] < rank[old_kind]:
@@ -105,6 +138,23 @@ class Evidence:
         return {c: (base[c], cand[c]) for c in cand if c in base}
 
 
+def _no_contradiction(
+    cls: str | None, a: AcceptanceEstimate, a_src: str, b: AcceptanceEstimate, b_src: str
+) -> None:
+    """Two measurements of the same traffic whose α intervals do not overlap contradict each
+    other: one of them is not of this traffic (or not of this server)."""
+    ia, ib = a.alpha_iid_ci, b.alpha_iid_ci
+    if ia is None or ib is None:
+        return
+    if ia.high < ib.low or ib.high < ia.low:
+        what = f"class {cls}" if cls else "all traffic"
+        raise ConfigError(
+            f"two measurements of {what} contradict each other: α {a.alpha_iid:.3f} "
+            f"[{ia.low:.3f}, {ia.high:.3f}] from {a_src} and α {b.alpha_iid:.3f} "
+            f"[{ib.low:.3f}, {ib.high:.3f}] from {b_src}"
+        )
+
+
 def _read_json(path: Path, what: str) -> dict[str, object]:
     if not path.is_file():
         raise ConfigError(f"{what} not found (or not a file): {path}")
@@ -124,11 +174,18 @@ def load_measure(path: Path, ev: Evidence) -> None:
         m = MeasureResult.model_validate(data)
     except ValidationError as exc:
         raise invalid(path, "alphagate measure result", exc) from None
+    for cls, est in [(None, m.overall), *m.classes.items()]:
+        if est is not None:
+            check_estimate(est, f"{path}" + (f" (class {cls})" if cls else ""))
+    ev.sources.append(str(path))
+    stale = window_problem(m.window_start, m.window_end, str(path), ev.max_age_s, ev.now)
+    if stale is not None:
+        ev.stale.append(stale)
+        return
     if m.overall is not None:
         ev.add_acceptance(None, m.overall, f"{path.name} ({m.verb})")
     for name, est in m.classes.items():
         ev.add_acceptance(name, est, f"{path.name} ({m.verb}, class {name})")
-    ev.sources.append(str(path))
 
 
 def _records(path: Path, result: BenchResult) -> list[RequestRecord]:
@@ -148,7 +205,18 @@ def _records(path: Path, result: BenchResult) -> list[RequestRecord]:
             continue  # a record of another version: skipped, counted by the sample size
         if rec.run_id == result.run_id:
             out.append(rec)
+    check_records(result, out, path)
     return out
+
+
+def read_bench(path: Path) -> tuple[BenchResult, list[RequestRecord]]:
+    """A bench summary and its run's records, checked (:func:`check_records`)."""
+    data = _read_json(path, "bench summary")
+    try:
+        result = BenchResult.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(path, "alphagate bench summary", exc) from None
+    return result, _records(path, result)
 
 
 def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
@@ -158,12 +226,21 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
     (or for the one class a run sent): :func:`~alphagate.bench.acceptance.bench_acceptance`."""
     from alphagate.bench.acceptance import bench_acceptance
 
-    data = _read_json(path, "bench summary")
-    try:
-        result = BenchResult.model_validate(data)
-    except ValidationError as exc:
-        raise invalid(path, "alphagate bench summary", exc) from None
-    records = _records(path, result)
+    result, records = read_bench(path)
+    ev.sources.append(str(path))
+    started = bench_started_at(result)
+    stale = window_problem(started, result.ended_at, str(path), ev.max_age_s, ev.now)
+    if stale is not None:
+        ev.stale.append(stale)
+        return
+    model = result.config.get("model")
+    ev.models.append((str(path), model if isinstance(model, str) else None))
+    for lv in result.levels:
+        for est in (lv.acceptance, *(() if lv.request_acceptance is None else (
+            lv.request_acceptance.overall, *lv.request_acceptance.classes.values()
+        ))):  # fmt: skip
+            if est is not None:
+                check_estimate(est, f"{path} ({lv.target} {lv.level})")
     for lv in result.levels:
         side_role = lv.target if lv.target in ("baseline", "candidate") else role
         if side_role is not None:
@@ -179,7 +256,6 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
     for name, est in measured.classes.items():
         ev.add_acceptance(name, est, measured.class_source[name], bench=True)
     ev.notes += measured.notes
-    ev.sources.append(str(path))
 
 
 def load_vllm_result(path: Path, ev: Evidence, role: str) -> None:
@@ -219,6 +295,10 @@ def load_vllm_result(path: Path, ev: Evidence, role: str) -> None:
 
 
 # ---------------------------------------------------------------- A/B values with intervals
+#: a baseline that failed more of its requests than this is no reference for a ratio
+BASELINE_MAX_ERRORS = 0.05
+
+
 def ab_value(metric: str, base: ABSide, cand: ABSide) -> Value:
     """Candidate vs baseline on ``metric`` from the two sides' records
     (:func:`alphagate.bench.ab.ab_value`: between-run intervals when the runs repeat), or the
@@ -235,6 +315,18 @@ def ab_value(metric: str, base: ABSide, cand: ABSide) -> Value:
         if metric == "goodput_speedup":
             return _goodput_point(base, cand)
         return _point_ab(metric, base, cand)
+    if metric != "error_rate":
+        ran = [r for r in base.records if not r.warmup]
+        failed = sum(not r.ok for r in ran)
+        if ran and failed > BASELINE_MAX_ERRORS * len(ran):
+            return Value(
+                None,
+                None,
+                float(len(ran)),
+                "requests",
+                f"the baseline failed {failed} of its {len(ran)} requests ({base.source}): its "
+                "speed is not the deployment's, and no ratio to it is evidence",
+            )
     v = measured(metric, base.records, cand.records, cand.slo or base.slo)
     distorted = tuple(
         f"{side.label} ({side.source}): {why}"

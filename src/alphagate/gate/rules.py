@@ -9,20 +9,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import Frozen
 
+if TYPE_CHECKING:
+    from alphagate.plan.records import Plan
+
 __all__ = [
     "AB_METRICS",
     "ACCEPTANCE_METRICS",
+    "DEFAULT_MAX_ERROR_RATE",
     "Metric",
     "Rule",
     "RuleSet",
+    "default_error_rules",
+    "load_plan",
     "load_rules",
+    "plan_rules",
     "rules_from_plan",
 ]
 
@@ -114,6 +121,29 @@ class RuleSet(Frozen):
     )
 
 
+#: the candidate's failures allowed when no rule says (``gate --max-error-rate``)
+DEFAULT_MAX_ERROR_RATE = 0.05
+
+
+def default_error_rules(rules: list[Rule]) -> list[Rule]:
+    """Failures count against every A/B rule: an error-rate rule (≤ 5%) at each concurrency an
+    A/B rule judges that has none of its own (a candidate that fails 30% of its requests must not
+    pass on the speed of the rest)."""
+    judged = {r.concurrency for r in rules if r.metric in AB_METRICS and r.metric != "error_rate"}
+    have = {r.concurrency for r in rules if r.metric == "error_rate"}
+    return [
+        Rule(
+            metric="error_rate",
+            op="<=",
+            threshold=DEFAULT_MAX_ERROR_RATE,
+            concurrency=c,
+            source="default: failures count against every A/B rule (--max-error-rate sets the "
+            "bound, --ignore-errors drops it)",
+        )
+        for c in sorted(judged - have, key=lambda x: (x is not None, x or 0))
+    ]
+
+
 def load_rules(path: Path) -> RuleSet:
     """A rules file: ``{"rules": [{"metric": ..., "op": ..., "threshold": ...}], ...}`` (JSON)."""
     if not path.is_file():
@@ -132,6 +162,12 @@ def load_rules(path: Path) -> RuleSet:
 
 def rules_from_plan(path: Path) -> list[Rule]:
     """The gate of a plan (``alphagate plan --json``, or the .json written beside ``--out``)."""
+    return plan_rules(load_plan(path), path)
+
+
+def load_plan(path: Path) -> Plan:
+    """A plan JSON, validated (its thresholds finite and in range); raises :class:`ConfigError`
+    naming the file and the field."""
     from alphagate.plan.records import Plan
 
     if not path.is_file():
@@ -146,8 +182,8 @@ def rules_from_plan(path: Path) -> list[Rule]:
             data = None
         if isinstance(data, dict) and data.get("verb") == "plan":
             raise ConfigError(
-                f"{path}: a plan written by another version of alphagate "
-                f"({validation_problem(exc)}): re-run alphagate plan"
+                f"{path}: not a plan this alphagate can use — edited, or written by another "
+                f"version of alphagate ({validation_problem(exc)}): re-run alphagate plan"
             ) from None
         raise ConfigError(
             f"{path}: not an alphagate plan JSON ({validation_problem(exc)})"
@@ -156,6 +192,11 @@ def rules_from_plan(path: Path) -> list[Rule]:
         raise ConfigError(
             f"{path}: not an alphagate plan JSON ({str(exc).splitlines()[0]})"
         ) from None
+    return plan
+
+
+def plan_rules(plan: Plan, path: Path) -> list[Rule]:
+    """The rules of a plan's gate."""
     g = plan.gate
     if g is None:
         raise ConfigError(f"{path}: the plan is a {plan.verdict}: it has no gate to apply")

@@ -11,7 +11,15 @@ import asyncio
 from pathlib import Path
 from typing import NamedTuple
 
-from alphagate.gate.evidence import Evidence, load_bench, load_measure, load_vllm_result
+from alphagate.core.errors import ConfigError
+from alphagate.gate.consistency import DEFAULT_MAX_AGE_S, check_deployment, check_pair
+from alphagate.gate.evidence import (
+    Evidence,
+    load_bench,
+    load_measure,
+    load_vllm_result,
+    read_bench,
+)
 from alphagate.gate.rules import AB_METRICS, Metric, Rule, RuleSet
 from alphagate.measure.live import (
     LiveConfig,
@@ -62,7 +70,7 @@ def flag_rules(cls: str | None, concurrency: int | None, **values: float | None)
 
 
 class EvidenceFiles(NamedTuple):
-    """The evidence files a gate was given."""
+    """The evidence files a gate was given, and what they must be evidence of."""
 
     measure: list[Path]
     bench: list[Path]
@@ -70,11 +78,35 @@ class EvidenceFiles(NamedTuple):
     candidate: Path | None
     vllm_baseline: Path | None
     vllm_candidate: Path | None
+    served_model: str | None = None  # the plan's: evidence naming another model is refused
+    max_age_s: float = DEFAULT_MAX_AGE_S
 
     def load(self) -> Evidence:
-        """Read every file (again: a watching gate sees files that are rewritten). Saved
-        ``/metrics`` scrapes among the measure files are one server's, in the order given."""
-        ev = Evidence()
+        """Read every file (again: a watching gate sees files that are rewritten), checked
+        (:mod:`alphagate.gate.consistency`). Saved ``/metrics`` scrapes among the measure files
+        are one server's, in the order given."""
+        for one, other, flag in (
+            (self.baseline, self.candidate, "--baseline"),
+            (self.candidate, self.baseline, "--candidate"),
+            (self.vllm_baseline, self.vllm_candidate, "--vllm-baseline"),
+            (self.vllm_candidate, self.vllm_baseline, "--vllm-candidate"),
+        ):
+            if one is not None and other is None:
+                raise ConfigError(
+                    f"{flag} {one} alone is half an A/B: give the other side too (or a bench A/B "
+                    "summary with --bench)"
+                )
+        if self.baseline is not None and self.candidate is not None:
+            check_pair(
+                (self.baseline, *read_bench(self.baseline)),
+                (self.candidate, *read_bench(self.candidate)),
+            )
+        everything = [*self.measure, *self.bench, self.baseline, self.candidate]
+        paths = [p.resolve() for p in everything if p is not None]
+        twice = sorted({str(p) for p in paths if paths.count(p) > 1})
+        if twice:
+            raise ConfigError(f"the same evidence given twice: {', '.join(twice)}")
+        ev = Evidence(max_age_s=self.max_age_s)
         scrapes = [p for p in self.measure if looks_like_exposition(p)]
         if scrapes:
             m = measure_scrape_files(scrapes)
@@ -94,6 +126,8 @@ class EvidenceFiles(NamedTuple):
             load_vllm_result(self.vllm_baseline, ev, "baseline")
         if self.vllm_candidate is not None:
             load_vllm_result(self.vllm_candidate, ev, "candidate")
+        if self.served_model is not None:
+            check_deployment(self.served_model, ev.models)
         return ev
 
 
@@ -146,11 +180,17 @@ class LiveSource:
                 return measure_prometheus(self.query)
             assert self.cfg is not None and self.window is not None
             if watching:
+                seen = len(self.window.notes)
                 asyncio.run(self.window.scrape())
+                failed = self.window.notes[seen:]
+                if failed:  # a replica that does not answer: its stale counters are no evidence
+                    raise MeasureError(
+                        "the live source stopped answering: " + "; ".join(failed), exit_code=3
+                    )
                 return self.window.result(window_s=self.window_s)
             return measure_live(self.cfg)
         except MeasureError as exc:
-            if exc.exit_code == 2:
+            if exc.exit_code == 2 or watching:
                 raise
             return None
 

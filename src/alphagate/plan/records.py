@@ -225,28 +225,46 @@ class Stage(Frozen):
 class Gate(Frozen):
     """Acceptance thresholds, decided at the concurrency where the shipped policy is hardest."""
 
-    concurrency: int = Field(description="the concurrency the gate is decided at")
-    k: int = Field(description="K the policy runs there")
-    alpha_breakeven: float = Field(description="break-even α at that concurrency and K (model)")
-    alpha_min: float = Field(description="break-even α + the safety margin")
-    draft_acceptance_rate_min: float = Field(description="ρ at alpha_min and K: what vLLM reports")
-    mean_acceptance_length_min: float = Field(description="τ at alpha_min and K")
+    concurrency: int = Field(ge=1, description="the concurrency the gate is decided at")
+    k: int = Field(ge=1, description="K the policy runs there")
+    alpha_breakeven: float = Field(
+        ge=0, le=1, allow_inf_nan=False, description="break-even α at that concurrency and K"
+    )
+    alpha_min: float = Field(
+        gt=0, le=1, allow_inf_nan=False, description="break-even α + the safety margin"
+    )
+    draft_acceptance_rate_min: float = Field(
+        gt=0, le=1, allow_inf_nan=False, description="ρ at alpha_min and K: what vLLM reports"
+    )
+    mean_acceptance_length_min: float = Field(
+        gt=1, allow_inf_nan=False, description="τ at alpha_min and K"
+    )
     quantity_gated: str
     fixed_rule_alpha: float = Field(description="the common fixed gate α ≥ 0.55, for comparison")
     fixed_rule_draft_acceptance_rate: float = Field(
         description="ρ the fixed rule implies at this K"
     )
     min_tpot_speedup: float = Field(
-        description="candidate TPOT must be this many times lower (the prediction ÷ 1.1, ≤ 1.05)"
+        gt=0,
+        allow_inf_nan=False,
+        description="candidate TPOT must be this many times lower (the prediction ÷ 1.1, ≤ 1.05)",
     )
     min_itl_per_token_p99_speedup: float = Field(
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
         description="baseline ÷ candidate P99 ITL per token at the target, at least: 1 ÷ the "
-        "P99 budget (not worse than the baseline's beyond the run-to-run noise, by default)"
+        "P99 budget (not worse than the baseline's beyond the run-to-run noise, by default)",
     )
-    p99_budget: float = Field(description="candidate ÷ baseline P99 ITL per token allowed")
+    p99_budget: float = Field(
+        ge=1, allow_inf_nan=False, description="candidate ÷ baseline P99 ITL per token allowed"
+    )
     p99_budget_source: str = Field(description="where the budget came from")
     max_itl_per_token_p99_ms: float | None = Field(
-        default=None, description="the candidate's P99 ITL per token at the target, at most (SLO)"
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="the candidate's P99 ITL per token at the target, at most (SLO)",
     )
 
 

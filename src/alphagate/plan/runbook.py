@@ -70,9 +70,11 @@ def _levels(*cs: int) -> str:
 
 
 def _bench_baseline(req: PlanRequest, p: Plan) -> str:
+    """The baseline at the concurrencies the rollout is decided at (the engine's own client lines
+    add concurrency 1, the latency floor)."""
     return _sh(
         ["alphagate", "bench", "--url", req.url, *_bench_common(req, p),
-         "--concurrency", _levels(1, p.concurrency, p.peak_concurrency),
+         "--concurrency", _levels(p.concurrency, p.peak_concurrency),
          "--num-prompts", str(bench_requests(req, p)), "--seed", "0", "--out", BASELINE]
     )  # fmt: skip
 
