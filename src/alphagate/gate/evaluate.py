@@ -223,7 +223,7 @@ def no_evidence(rs: RuleSet, why: str, sources: list[str]) -> GateResult:
             result="insufficient",
             why=why,
             evidence="",
-        )  # fmt: skip
+        )
         for rule in rs.rules
     ]
     return GateResult(
