@@ -90,8 +90,15 @@ def fail(message: str, flag: str | None = None) -> NoReturn:
 
 
 def config_error(exc: ConfigError | ValidationError, flag: str | None = None) -> NoReturn:
-    """A validation error from a lower layer, as a flag error."""
+    """A validation error from a lower layer, as a flag error; without ``flag``, the flag of the
+    config field it names (fields are named as their flags: ``candidate_url`` ↔
+    ``--candidate-url``)."""
     if isinstance(exc, ValidationError):
+        if flag is None:
+            errors = exc.errors()
+            loc = errors[0]["loc"] if errors else ()
+            if loc and isinstance(loc[0], str):
+                flag = "--" + loc[0].replace("_", "-")
         fail(validation_problem(exc, where="").removeprefix(": "), flag)
     fail(str(exc), flag)
 

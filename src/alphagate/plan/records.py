@@ -113,6 +113,28 @@ class PlanRequest(Frozen):
         default=None, description="the profile's file, for the printed re-plan commands"
     )
 
+    @field_validator("url", "candidate_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        """A server URL the printed commands can use: http(s), a host, no spaces."""
+        if v is None:
+            return v
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(v)
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"{v!r} is not a URL ({exc})") from None
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or any(c.isspace() for c in v)
+        ):
+            raise ValueError(f"{v!r} is not an http(s) URL with a host, e.g. http://10.0.0.5:8000")
+        del port
+        return v
+
     @field_validator("engine_version")
     @classmethod
     def _version(cls, v: str | None) -> str | None:
