@@ -44,6 +44,7 @@ __all__ = [
     "TargetScaleOpt",
     "TpOpt",
     "calibrated_deployment",
+    "check_no_overwrite",
     "check_output_path",
     "deployment",
     "length",
@@ -291,6 +292,46 @@ def check_output_path(path: Path, flag: str, *, directory: bool) -> None:
         fail(f"{target} cannot be written (no permission, or a read-only file system)", flag)
     if str(path.resolve()).startswith(("/proc/", "/sys/")):
         fail(f"{path} is not a place for output", flag)
+
+
+#: what a folder output holds (bench --out, calibrate --bench-out, --plot): an input among these
+#: names inside it would be overwritten
+_FOLDER_FILES = ("requests.jsonl", "summary.json", "requests.csv", "levels.csv")
+
+
+def _inputs_with_records(inputs: list[Path]) -> list[Path]:
+    """The inputs, and for a bench summary the records file it reads beside it."""
+    out = []
+    for p in inputs:
+        out.append(p)
+        if p.name.startswith("summary") and p.suffix == ".json":
+            out.append(p.with_name("requests.jsonl"))
+    return out
+
+
+def check_no_overwrite(
+    outputs: list[tuple[Path | None, str, bool]], inputs: list[Path | None]
+) -> None:
+    """Refuse, before any work, an output that would overwrite one of the command's inputs (or a
+    bench summary's records): ``outputs`` are (path, flag, is a folder). Paths are compared
+    resolved, symlinks followed."""
+    ins = {p.resolve(): p for p in _inputs_with_records([i for i in inputs if i is not None])}
+    for path, flag, folder in outputs:
+        if path is None:
+            continue
+        target = path.resolve()
+        hits = (
+            [ins[t] for t in ins if t.parent == target and t.name.startswith(_FOLDER_FILES)]
+            if folder
+            else [ins[target]]
+            if target in ins
+            else []
+        )
+        if hits:
+            fail(
+                f"{path} would overwrite the input {hits[0]}: write the output elsewhere",
+                flag,
+            )
 
 
 @dataclass(frozen=True)

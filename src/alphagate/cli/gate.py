@@ -24,7 +24,7 @@ from alphagate.cli._app import (
     print_json,
 )
 from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
-from alphagate.cli._options import check_output_path
+from alphagate.cli._options import check_no_overwrite, check_output_path
 
 if TYPE_CHECKING:
     from alphagate.gate import GateResult, RuleSet
@@ -333,6 +333,11 @@ def gate_cmd(
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
+    check_no_overwrite(
+        [(out, "--out", False)],
+        [*(measure or []), *(bench or []), baseline, candidate, vllm_baseline, vllm_candidate,
+         plan, rules],
+    )  # fmt: skip
     try:
         window_s = parse_duration(window)
         max_age_s = parse_duration(max_age)

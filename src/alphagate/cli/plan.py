@@ -49,6 +49,7 @@ from alphagate.cli._options import (
     TargetScaleOpt,
     TpOpt,
     calibrated_deployment,
+    check_no_overwrite,
     check_output_path,
     deployment,
     traffic_classes,
@@ -231,6 +232,10 @@ def plan_cmd(
         check_output_path(out, "--out", directory=False)
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
+    written = [] if out is None else [(out, "--out", False)]
+    if out is not None and out.suffix.lower() != ".json":
+        written.append((out.with_suffix(".json"), "--out", False))
+    check_no_overwrite(written, [*(alpha_from or []), calibration])
     if engine_version is not None:
         from alphagate.plan.records import parse_engine_version
 
