@@ -3,7 +3,7 @@ and the functions that turn them into the typed configs of the lower layers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -310,7 +310,7 @@ def _inputs_with_records(inputs: list[Path]) -> list[Path]:
 
 
 def check_no_overwrite(
-    outputs: list[tuple[Path | None, str, bool]], inputs: list[Path | None]
+    outputs: Sequence[tuple[Path | None, str, bool]], inputs: Sequence[Path | None]
 ) -> None:
     """Refuse, before any work, an output that would overwrite one of the command's inputs (or a
     bench summary's records): ``outputs`` are (path, flag, is a folder). Paths are compared
