@@ -4,6 +4,8 @@ data cannot reach stays at the prior and says so."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ from alphagate.sim.results import summarize
 from alphagate.sim.run import run_scenarios
 from alphagate.sim.workload import ClosedLoop, RequestSet, unconditional_table
 from alphagate.specs import DeploymentConfig, resolve_deployment
-from alphagate.specs.calibration import coefficient_values, with_coefficients
+from alphagate.specs.calibration import FittedCoefficient, coefficient_values, with_coefficients
 
 BASE = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", gpu="h100")
 TRUTH = {
@@ -130,3 +132,25 @@ def test_a_queueing_level_is_refused() -> None:
     small = BASE.model_copy(update={"max_num_seqs": 8})
     with pytest.raises(ConfigError, match="max_num_seqs"):
         fit.fit_profile(small, [obs])
+
+
+def _coefficients(set_by: Literal["data", "data, loosely", "prior"]) -> list[FittedCoefficient]:
+    return [
+        FittedCoefficient(
+            name=n, value=1.0, prior=1.0, standard_error=0.1, data_share=0.0, determined_by=set_by
+        )
+        for n in fit.NAMES
+    ]
+
+
+def test_a_fit_that_explains_nothing_is_unusable() -> None:
+    """Above the RMS bound, or with every coefficient still its prior, a fit is no calibration;
+    below it with one coefficient the data set, it is."""
+    assert (
+        fit.unusable_reason(0.3, [*_coefficients("prior")[:-1], *_coefficients("data")[:1]]) is None
+    )
+    big = fit.unusable_reason(fit.MAX_RMS_RESIDUAL_PCT + 1, _coefficients("data"))
+    assert big is not None and "RMS residual" in big and "no coefficient" not in big
+    prior = fit.unusable_reason(0.3, _coefficients("prior"))
+    assert prior is not None and "no coefficient left its prior" in prior
+    assert "RMS" in (fit.unusable_reason(float("nan"), _coefficients("data")) or "")

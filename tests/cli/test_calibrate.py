@@ -190,3 +190,109 @@ def test_mean_batch_is_reported_beside_the_concurrency() -> None:
     d = Cli().json("simulate", *DEP, "-c", "16", "--k", "3", "--alpha", "0.7",
                    "--no-breakeven-sim")  # fmt: skip
     assert d["rows"][0]["baseline"]["mean_batch"] > 0.9 * 16
+
+
+def test_an_unusable_fit_is_written_refused_and_exit_1(tmp_path: Path) -> None:
+    """Two runs of one level whose step times differ fourfold: no coefficient explains both
+    (RMS residual ≈ 51%), so the profile is written for inspection, marked unusable, and
+    simulate, plan and twin refuse it naming why."""
+    a = _vllm_result(tmp_path / "a.json", 1, 0, 256, 64, 16)
+    b = _vllm_result(tmp_path / "b.json", 1, 0, 256, 64, 16)
+    slow = json.loads(b.read_text())
+    slow.update(mean_tpot_ms=4 * slow["mean_tpot_ms"], mean_ttft_ms=4 * slow["mean_ttft_ms"])
+    b.write_text(json.dumps(slow))
+    out = tmp_path / "p.json"
+    r = Cli().run("calibrate", str(a), str(b), *DEP, "--out", str(out))
+    assert r.exit_code == 1, r.output
+    assert "unusable" in r.stderr and "RMS residual is 51%" in " ".join(r.stderr.split())
+    p = json.loads(out.read_text())
+    assert p["usable"] is False and p["rms_residual_pct"] > 25 and "25%" in p["unusable_reason"]
+    for verb in (["simulate"], ["plan", "--class", "a:1:0.7", "-c", "4"]):
+        refused = Cli().run(*verb, "--calibration", str(out), "--json")
+        assert refused.exit_code == 2, (verb, refused.output)
+        err = json.loads(refused.stdout)["error"]
+        assert err["param"] == "--calibration" and "unusable" in err["message"]
+        assert "RMS residual" in err["message"]
+    twin = Cli().run("twin", "--calibration", str(out))
+    assert twin.exit_code == 2 and "unusable" in twin.output
+
+
+def test_a_usable_fit_is_marked_usable(results: list[Path], tmp_path: Path) -> None:
+    d = Cli().json("calibrate", *map(str, results), *DEP, "--out", str(tmp_path / "p.json"))
+    assert d["usable"] is True and d["unusable_reason"] is None and d["partial"] is False
+
+
+def _bench_summary(folder: Path) -> Path:
+    """A real alphagate bench result (summary.json + requests.jsonl) against a twin."""
+    from alphagate.specs import DeploymentConfig
+    from alphagate.twin.config import TwinConfig
+    from tests.servers import twin
+
+    cfg = TwinConfig(
+        deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"),
+        k=0,
+        time_scale=0.0,
+    )
+    with twin(cfg) as (url, _):
+        r = Cli().run("bench", "--url", url, "-n", "4", "--dataset", "synthetic:in=8,out=8",
+                      "--out", str(folder), "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return folder / "summary.json"
+
+
+@pytest.mark.parametrize("damage", ["truncated summary", "garbage summary", "summary of nothing",
+                                    "truncated records", "garbage records"])  # fmt: skip
+def test_damaged_saved_results_name_the_file(damage: str, tmp_path: Path) -> None:
+    summary = _bench_summary(tmp_path / "run")
+    records = summary.parent / "requests.jsonl"
+    if damage == "truncated summary":
+        summary.write_text(summary.read_text()[: len(summary.read_text()) // 2])
+    elif damage == "garbage summary":
+        summary.write_bytes(b"\x00\xff garbage")
+    elif damage == "summary of nothing":
+        summary.write_text('{"schema": "alphagate.results/v1", "verb": "bench", "levels": 3}')
+    elif damage == "truncated records":
+        records.write_text(records.read_text()[:-40])
+    else:
+        records.write_text(records.read_text() + "{not a record}\n")
+    r = Cli().run("calibrate", str(summary), *DEP, "--out", str(tmp_path / "p.json"), "--json")
+    assert r.exit_code == 2, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    err = json.loads(r.stdout)["error"]
+    named = records if "records" in damage else summary
+    assert err["param"] == "RESULTS" and str(named) in err["message"], err
+    if "records" in damage:
+        assert "line" in err["message"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("mean_tpot_ms", "fast", "mean_tpot_ms"),
+        ("max_concurrency", 0, "max_concurrency"),
+        ("spec_decode_per_position_acceptance_rates", [0.8, "x"], "acceptance_rates"),
+        ("total_output_tokens", 1e30, "tokens per request"),
+        ("completed", 10**12, "completed"),
+    ],
+)
+def test_a_vllm_result_with_a_bad_field_names_it(
+    field: str, value: object, words: str, tmp_path: Path
+) -> None:
+    path = _vllm_result(tmp_path / "r.json", 1, 0, 256, 64, 4)
+    data = json.loads(path.read_text())
+    data[field] = value
+    path.write_text(json.dumps(data))
+    r = Cli().run("calibrate", str(path), *DEP, "--out", str(tmp_path / "p.json"), "--json")
+    assert r.exit_code == 2, r.output
+    err = json.loads(r.stdout)["error"]
+    assert err["param"] == "RESULTS" and words in err["message"] and str(path) in err["message"]
+
+
+def test_a_partial_profile_loads_and_says_so(profile: Path, tmp_path: Path) -> None:
+    from alphagate.specs.calibration import load_profile
+
+    data = json.loads(profile.read_text())
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({**data, "partial": True}))
+    assert "partial" in load_profile(partial).summary()
+    assert "partial" not in load_profile(profile).summary()

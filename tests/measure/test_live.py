@@ -3,6 +3,7 @@ configured α, replicas summed, restarts survived, and every way a source can be
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from alphagate.core.traffic import TrafficClass
 from alphagate.measure.live import LiveConfig, measure_live
 from alphagate.measure.results import MeasureError
 from alphagate.specs import DeploymentConfig, WorkloadConfig
+from alphagate.twin.background import serve_in_thread
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import serve, traffic, twin
@@ -172,3 +174,68 @@ def test_a_sliding_window_sees_a_late_drop() -> None:
     assert recent.alpha_iid == pytest.approx(0.2, abs=0.05)
     assert 0.3 < (whole.alpha_iid or 0) < 0.75
     assert whole.interval_basis.endswith("batches (cluster-robust)")  # one batch per scrape
+
+
+def test_one_replica_under_two_names_is_refused(cli: Cli, tmp_path: Path) -> None:
+    """``127.0.0.1:P`` and ``localhost:P`` (or ``…/metrics/``) are one server: the host is
+    resolved, and address, port and path compared, so its drafts are not counted twice."""
+    with twin(CFG) as (url, _):
+        port = url.rsplit(":", 1)[1]
+        for other in (f"http://localhost:{port}", f"{url}/metrics/", f"{url}/"):
+            with pytest.raises(MeasureError, match="given twice"):
+                measure_live(LiveConfig(urls=(url, other), interval_s=0.1))
+        r = cli.run("measure", "live", "--url", url, "--url", f"http://localhost:{port}",
+                    "--interval", "0.1", "--out", str(tmp_path / "m.json"))  # fmt: skip
+    assert r.exit_code == 2 and "given twice" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "m.json").exists()
+
+
+def _binary_app() -> web.Application:
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(body=b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary", content_type="image/png")
+
+    app = web.Application()
+    app.router.add_get("/metrics", page)
+    return app
+
+
+def test_a_binary_metrics_body_is_a_clear_error(cli: Cli) -> None:
+    with serve(_binary_app()) as url:
+        for verb in (["measure", "live", "--url", url, "--interval", "0.1"],
+                     ["gate", "--url", url, "--min-alpha", "0.5", "--window", "2s"]):  # fmt: skip
+            r = cli.run(*verb)
+            assert r.exit_code == 2, (verb, r.output)
+            assert isinstance(r.exception, SystemExit)  # no traceback
+            assert "not UTF-8 text" in r.output
+
+
+def test_ctrl_c_before_the_first_scrape_is_exit_130_without_a_traceback(tmp_path: Path) -> None:
+    """Interrupted while the first scrape waits on a server that has not answered, there is no
+    window to keep: exit 130 and a clear message, no traceback, no file."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    asked = threading.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        asked.set()
+        await asyncio.sleep(30)
+        return web.Response(text="")
+
+    app = web.Application()
+    app.router.add_get("/metrics", slow)
+    out = tmp_path / "m.json"
+    with serve_in_thread(app, handler_cancellation=True) as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "alphagate", "measure", "live", "--url", url,
+             "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert asked.wait(60), "the scrape never arrived"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "before the first scrapes completed" in stderr
+    assert not out.exists()

@@ -22,13 +22,14 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
-from alphagate.core.errors import ConfigError
+from alphagate.core.errors import ConfigError, invalid, validation_problem
 from alphagate.sim.results import Distribution
 from alphagate.theory.acceptance import conditional_from_unconditional
 
@@ -90,9 +91,12 @@ def _level_records(records: list[RequestRecord], lv: LevelSummary) -> list[Reque
 
 
 def observations_from_bench(summary: Path) -> list[Observation]:
-    """Every closed-loop level of an ``alphagate bench`` run (``summary.json``)."""
+    """Every closed-loop level of an ``alphagate bench`` run (``summary.json``); a summary or
+    records file that is not what bench writes raises :class:`ConfigError` naming it."""
     try:
         result = BenchResult.model_validate(json.loads(summary.read_text(encoding="utf-8")))
+    except ValidationError as exc:
+        raise invalid(summary, "alphagate bench summary", exc) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise ConfigError(f"{summary}: not a readable alphagate bench summary ({exc})") from None
     jsonl, looked = result.records_path(summary)
@@ -102,11 +106,22 @@ def observations_from_bench(summary: Path) -> list[Observation]:
             "calibration needs each request's prompt and output tokens"
         )
     records = []
-    for line in jsonl.read_text(encoding="utf-8").splitlines():
-        if line.strip():
+    try:
+        text = jsonl.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{jsonl}: not a readable records file ({exc})") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
             rec = RequestRecord.model_validate_json(line)
-            if rec.run_id == result.run_id:
-                records.append(rec)
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{jsonl}, line {n}: not a bench request record (cut short, or edited?): "
+                f"{validation_problem(exc)}"
+            ) from None
+        if rec.run_id == result.run_id:
+            records.append(rec)
     return observations_from_result(result, records, str(summary))
 
 
@@ -170,35 +185,67 @@ def observations_from_result(
     return out
 
 
-def _num(data: dict[str, Any], key: str) -> float | None:
-    v = data.get(key)
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+_Count = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+_Ms = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+_Spread = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+#: the most requests one saved run may describe (each becomes a simulated request of the fit)
+MAX_SAVED_REQUESTS = 1_000_000
+#: the longest mean prompt or output a saved run may report, in tokens
+MAX_MEAN_TOKENS = 10_000_000
+
+
+class _VllmBenchResult(BaseModel):
+    """The fields of a ``vllm bench serve --save-result`` file calibration reads, checked (the
+    file's other fields are ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    max_concurrency: int | None = Field(default=None, ge=1, le=1_000_000)
+    request_rate: float | str | None = None
+    completed: int = Field(default=0, ge=0, le=MAX_SAVED_REQUESTS)
+    total_input_tokens: _Count = 0.0
+    total_output_tokens: _Count = 0.0
+    mean_tpot_ms: _Ms | None = None
+    std_tpot_ms: _Spread | None = None
+    mean_ttft_ms: _Ms | None = None
+    std_ttft_ms: _Spread | None = None
+    spec_decode_num_drafts: _Count | None = None
+    spec_decode_per_position_acceptance_rates: (
+        list[Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]] | None
+    ) = None
 
 
 def observations_from_vllm_bench(path: Path, data: dict[str, Any]) -> list[Observation]:
-    """One ``vllm bench serve --save-result`` run (closed loop: ``--max-concurrency``)."""
-    conc = _num(data, "max_concurrency")
-    rate = data.get("request_rate")
-    if conc is None or (isinstance(rate, int | float) and math.isfinite(rate)):
+    """One ``vllm bench serve --save-result`` run (closed loop: ``--max-concurrency``); a field
+    of the wrong type or out of range raises :class:`ConfigError` naming it."""
+    try:
+        r = _VllmBenchResult.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(path, "vllm bench serve result", exc) from None
+    rate = r.request_rate
+    finite_rate = isinstance(rate, float) and math.isfinite(rate)
+    if r.max_concurrency is None or finite_rate or (isinstance(rate, str) and rate != "inf"):
         raise ConfigError(
             f"{path}: calibration needs a closed-loop run (vllm bench serve --max-concurrency N "
             "with the default request rate inf)"
         )
-    n = int(_num(data, "completed") or 0)
+    conc, n = r.max_concurrency, r.completed
     if n <= 0:
         raise ConfigError(f"{path}: no completed requests")
-    prompt = (_num(data, "total_input_tokens") or 0.0) / n
-    output = (_num(data, "total_output_tokens") or 0.0) / n
-    per = data.get("spec_decode_per_position_acceptance_rates")
-    spec = isinstance(per, list) and len(per) > 0 and (_num(data, "spec_decode_num_drafts") or 0)
-    alpha = _alpha([float(x) for x in per]) if spec and isinstance(per, list) else None
-    tpot, ttft = _num(data, "mean_tpot_ms"), _num(data, "mean_ttft_ms")
-    tpot_std, ttft_std = _num(data, "std_tpot_ms"), _num(data, "std_ttft_ms")
+    prompt, output = r.total_input_tokens / n, r.total_output_tokens / n
+    if max(prompt, output) > MAX_MEAN_TOKENS:
+        raise ConfigError(
+            f"{path}: {max(prompt, output):,.0f} tokens per request (total_input_tokens or "
+            f"total_output_tokens ÷ completed) is more than {MAX_MEAN_TOKENS:,}: not a real run"
+        )
+    per = r.spec_decode_per_position_acceptance_rates
+    spec = bool(per) and bool(r.spec_decode_num_drafts)
+    alpha = _alpha(list(per)) if spec and per else None
+    tpot, ttft = r.mean_tpot_ms or None, r.mean_ttft_ms or None  # 0: none measured
+    tpot_std, ttft_std = r.std_tpot_ms, r.std_ttft_ms
     # TPOT = (E2E − TTFT) ÷ (output − 1): one step per token without speculation; with it, the
     # decode time of a request over its steps (drafts per request)
-    steps_per_request = (
-        (_num(data, "spec_decode_num_drafts") or 0.0) / n if alpha else max(output - 1.0, 1.0)
-    )
+    steps_per_request = (r.spec_decode_num_drafts or 0.0) / n if alpha else max(output - 1.0, 1.0)
     step = (
         tpot * max(output - 1.0, 1.0) / steps_per_request
         if tpot is not None and steps_per_request > 0
@@ -206,9 +253,9 @@ def observations_from_vllm_bench(path: Path, data: dict[str, Any]) -> list[Obser
     )
     return [
         Observation(
-            label=f"{path.stem} c{int(conc)}",
+            label=f"{path.stem} c{conc}",
             source=str(path),
-            concurrency=int(conc),
+            concurrency=conc,
             k=len(alpha) if alpha else 0,
             alpha_by_pos=alpha,
             prompt_tokens=np.full(n, max(1, round(prompt)), dtype=np.int64),

@@ -10,6 +10,15 @@ graphs on first sight of a shape). A prefill probe follows: 8 requests, one at a
 ``prefill_probe_tokens``-word prompts and 8 output tokens — its TTFT is one long prefill step,
 compute-bound on a GPU, which tells the modelled GPU time apart from the host constants.
 
+Every network wait is bounded: each request has a total deadline derived from its output tokens
+(:meth:`LiveSweep.request_deadline_s`), a connect, a silent stream and every ``/metrics`` and
+``/v1/models`` read a limit of their own (:meth:`LiveSweep.stall_timeout_s`), the warm-up runs
+on its own and one failure there ends the sweep, and a level's run stops once its failures can no longer stay within
+:data:`MAX_FAILED_SHARE`. A failure says the server's HTTP status and message (redacted).
+Credentials in a URL become an ``Authorization`` header, and every URL shown or written is
+redacted (:mod:`alphagate.core.secrets`). Interrupted (Ctrl-C), the sweep raises
+:class:`SweepInterrupted` with the levels that completed.
+
 How long it takes: a level costs ``requests_per_user × output_tokens`` engine steps (fewer with
 speculation), so with the defaults (8 requests per user, 128 output tokens) about 1,000 steps per
 level and server — ~7 s per level on an 8B model on an H100 (≈ 7 ms per step), and the sweep
@@ -18,6 +27,7 @@ level and server — ~7 s per level on an 8B model on an H100 (≈ 7 ms per step
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
@@ -25,19 +35,37 @@ from typing import Final
 from pydantic import Field, SecretStr
 
 from alphagate.bench.dataset import DatasetError, Prompt, load_prompts
-from alphagate.bench.records import BenchResult, RequestRecord
+from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
 from alphagate.bench.run import run_bench
 from alphagate.bench.runner import BenchConfig, Level
 from alphagate.calibrate.observations import Observation, observations_from_result
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
+from alphagate.core.secrets import Secrets, auth_headers, plain_http_warning, redact
 
-__all__ = ["MIN_REQUESTS", "LiveSweep", "SweepRun", "run_live_sweep"]
+__all__ = [
+    "FIRST_TOKEN_S",
+    "MAX_FAILED_SHARE",
+    "MIN_REQUESTS",
+    "PER_TOKEN_S",
+    "LiveSweep",
+    "SweepInterrupted",
+    "SweepRun",
+    "run_live_sweep",
+]
 
 MIN_REQUESTS: Final = 8
 WARMUP: Final = "warmup"
 PROBE: Final = "prefill-probe"
 PROBE_OUTPUT: Final = 8
+#: A request's deadline: this long for the connection and the first token (a long prompt's
+#: prefill on a slow server included) …
+FIRST_TOKEN_S: Final = 30.0
+#: … plus this long per output token — 40× a 8B model's decode step on one H100 (≈ 7 ms), room
+#: for a CPU build or a loaded server at concurrency 16.
+PER_TOKEN_S: Final = 0.25
+#: The share of a run's requests that may fail (``BenchResult.failure``); one more ends the run.
+MAX_FAILED_SHARE: Final = 0.05
 
 
 class LiveSweep(Frozen):
@@ -72,19 +100,99 @@ class LiveSweep(Frozen):
     warmup_requests: int = Field(
         default=2, ge=0, le=1000, description="requests of the unused warm-up level (0 = none)"
     )
-    timeout_s: float = Field(default=120.0, gt=0)
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="each request's total deadline in seconds, and the limit of a connect, a "
+        "silent stream and every GET (None: FIRST_TOKEN_S + PER_TOKEN_S × its output tokens, "
+        "and FIRST_TOKEN_S)",
+    )
     seed: int = Field(default=0, ge=0)
 
     def requests(self, concurrency: int) -> int:
         return max(MIN_REQUESTS, self.requests_per_user * concurrency)
 
+    def request_deadline_s(self, output_tokens: int) -> float:
+        """The longest one request with ``output_tokens`` tokens may take in all."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return FIRST_TOKEN_S + PER_TOKEN_S * output_tokens
+
+    def stall_timeout_s(self) -> float:
+        """The longest a connect, a silent stream or a ``/metrics`` read may take."""
+        return self.timeout_s if self.timeout_s is not None else FIRST_TOKEN_S
+
+    def secrets(self) -> Secrets:
+        """Everything secret the sweep holds (the key, URL credentials and keys)."""
+        key = self.api_key.get_secret_value() if self.api_key is not None else None
+        return Secrets.of(urls=(*self.urls, *(self.metrics_urls or ())), api_key=key)
+
+    def shown(self, url: str) -> str:
+        """A URL as it may be printed and written."""
+        return redact(url, self.secrets())
+
+    def servers(self) -> list[_Server]:
+        """Each server's URLs without credentials, the headers sent to it (the key, or its URL's
+        credentials) and the URL shown. Raises :class:`ConfigError` (nothing secret shown)."""
+        if self.metrics_urls is not None and len(self.metrics_urls) != len(self.urls):
+            raise ConfigError("give one --metrics-url per --url, in the same order")
+        key = self.api_key.get_secret_value() if self.api_key is not None else None
+        out = []
+        for i, url in enumerate(self.urls):
+            targets = [("server", url)]
+            if self.metrics_urls is not None:
+                targets.append(("metrics", self.metrics_urls[i]))
+            headers, clean = auth_headers([], key, tuple(targets))
+            if key is not None:
+                headers["Authorization"] = f"Bearer {key.strip()}"
+            out.append(
+                _Server(
+                    url=clean[0][1],
+                    metrics_url=clean[1][1] if len(clean) > 1 else None,
+                    headers=headers,
+                    shown=self.shown(url),
+                )
+            )
+        return out
+
+    def warnings(self) -> list[str]:
+        """What the sweep sends that the network can read: a key or credentials over plain
+        http to a host that is not this machine."""
+        key = self.api_key.get_secret_value() if self.api_key is not None else None
+        out = []
+        for srv in self.servers():
+            for u in (srv.url, srv.metrics_url):
+                why = None if u is None else plain_http_warning(u, srv.headers, key)
+                if why is not None and why not in out:
+                    out.append(why)
+        return out
+
+
+class _Server(Frozen):
+    url: str
+    metrics_url: str | None
+    headers: dict[str, str] = Field(repr=False)
+    shown: str
+
 
 class SweepRun(Frozen):
-    """One server's bench run, as ``alphagate bench`` would have written it."""
+    """One server's bench run, as ``alphagate bench`` would have written it (``url`` as shown:
+    redacted)."""
 
     url: str
     result: BenchResult
     records: list[RequestRecord]
+
+
+class SweepInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) during the sweep: the observations and runs of the levels that
+    completed (a level cut short is left out of both)."""
+
+    def __init__(self, observations: list[Observation], runs: list[SweepRun]) -> None:
+        super().__init__("interrupted")
+        self.observations = observations
+        self.runs = runs
 
 
 def run_live_sweep(
@@ -93,22 +201,15 @@ def run_live_sweep(
     on_level: Callable[[str, str], None] | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
 ) -> tuple[list[Observation], list[SweepRun]]:
-    """Measure every concurrency on every server; returns the observations and the runs."""
-    if sweep.metrics_urls is not None and len(sweep.metrics_urls) != len(sweep.urls):
-        raise ConfigError("give one --metrics-url per --url, in the same order")
+    """Measure every concurrency on every server; returns the observations and the runs.
+
+    Raises :class:`ConfigError` when a server fails (its HTTP status and message, redacted) or
+    reports inconsistent counters, and :class:`SweepInterrupted` on Ctrl-C."""
     if not sweep.concurrencies and sweep.prefill_probe_tokens is None:
         raise ConfigError("nothing to measure: no concurrency level and no prefill probe")
-    warm = (
-        (Level(label=WARMUP, concurrency=1, requests=sweep.warmup_requests),)
-        if sweep.warmup_requests
-        else ()
-    )
-    main = (
-        *warm,
-        *(
-            Level(label=f"c{c}", concurrency=c, requests=sweep.requests(c))
-            for c in sweep.concurrencies
-        ),
+    servers = sweep.servers()
+    main = tuple(
+        Level(label=f"c{c}", concurrency=c, requests=sweep.requests(c)) for c in sweep.concurrencies
     )
     # (levels, prompt words, output tokens, prompts from --dataset)
     shapes = [(main, sweep.prompt_tokens, sweep.output_tokens, True)] if sweep.concurrencies else []
@@ -117,29 +218,139 @@ def run_live_sweep(
         shapes.append((probe, sweep.prefill_probe_tokens, PROBE_OUTPUT, False))
     observations: list[Observation] = []
     runs: list[SweepRun] = []
-    for i, url in enumerate(sweep.urls):
-        for j, (levels, n_in, n_out, from_dataset) in enumerate(shapes):
-            n = max(lv.requests or 1 for lv in levels)
-            prompts = _prompts(sweep, n, n_in, n_out, from_dataset)
-            cfg = BenchConfig(
-                targets=(("default", url),),
-                model=sweep.model,
-                api_key=sweep.api_key,
-                levels=levels,
-                num_prompts=n,
-                seed=sweep.seed,
-                timeout_s=sweep.timeout_s,
-                metrics_urls=(sweep.metrics_urls[i],) if sweep.metrics_urls else None,
+    try:
+        for i, srv in enumerate(servers):
+            if sweep.warmup_requests:
+                warm = (Level(label=WARMUP, concurrency=1, requests=sweep.warmup_requests),)
+                n_out = shapes[0][2]
+                _run(sweep, srv, warm, shapes[0][1], n_out, shapes[0][3], f"calibrate-{i}-warmup",
+                     on_level, on_record, max_errors=1)  # fmt: skip
+            for j, (levels, n_in, n_out, from_dataset) in enumerate(shapes):
+                run = _run(sweep, srv, levels, n_in, n_out, from_dataset, f"calibrate-{i}-{j}",
+                           on_level, on_record)  # fmt: skip
+                runs.append(run)
+                observations += observations_from_result(run.result, run.records, srv.shown)
+    except _Interrupted as stop:
+        if stop.run is not None:
+            runs.append(stop.run)
+            observations += observations_from_result(
+                stop.run.result, stop.run.records, stop.run.url
             )
-            records: list[RequestRecord] = []
-            sink = _Collector(records, url, on_level, on_record)
-            result = run_bench(cfg, prompts, run_id=f"calibrate-{i}-{j}", sink=sink)
-            failure = result.failure(0.05)
-            if failure is not None or result.interrupted:
-                raise ConfigError(f"{url}: the sweep did not complete ({failure or 'interrupted'})")
-            runs.append(SweepRun(url=url, result=result, records=records))
-            observations += observations_from_result(result, records, url, skip=(WARMUP,))
+        raise SweepInterrupted(observations, runs) from None
+    except KeyboardInterrupt:
+        raise SweepInterrupted(observations, runs) from None
     return observations, runs
+
+
+class _Interrupted(Exception):
+    """A run was interrupted: its completed levels (None: none completed)."""
+
+    def __init__(self, run: SweepRun | None) -> None:
+        super().__init__("interrupted")
+        self.run = run
+
+
+def _run(
+    sweep: LiveSweep,
+    srv: _Server,
+    levels: tuple[Level, ...],
+    n_in: int,
+    n_out: int,
+    from_dataset: bool,
+    run_id: str,
+    on_level: Callable[[str, str], None] | None,
+    on_record: Callable[[RequestRecord], None] | None,
+    *,
+    max_errors: int | None = None,
+) -> SweepRun:
+    """One bench run of ``levels`` on one server, checked: every failure and interruption
+    raised (see :func:`run_live_sweep`)."""
+    n = max(lv.requests or 1 for lv in levels)
+    total = sum(lv.requests or 1 for lv in levels)
+    prompts = _prompts(sweep, n, n_in, n_out, from_dataset)
+    cfg = BenchConfig(
+        targets=(("default", srv.url),),
+        model=sweep.model,
+        api_key=None,  # in srv.headers: the key, or the URL's credentials
+        headers=srv.headers,
+        levels=levels,
+        num_prompts=n,
+        seed=sweep.seed,
+        timeout_s=sweep.stall_timeout_s(),
+        request_timeout_s=sweep.request_deadline_s(n_out),
+        metrics_urls=(srv.metrics_url,) if srv.metrics_url else None,
+        max_errors=max_errors or 1 + math.floor(MAX_FAILED_SHARE * total),
+    )
+    records: list[RequestRecord] = []
+    sink = _Collector(records, srv.shown, on_level, on_record)
+    secrets = sweep.secrets() | Secrets.of(headers=srv.headers)
+    problems: list[str] = []
+    result = run_bench(cfg, prompts, run_id=run_id, sink=sink, metrics_problems=problems)
+    if problems and not result.interrupted:  # accepted above drafted, …: K and α unknown
+        raise ConfigError(
+            f"{srv.shown}: its /metrics cannot be calibrated from: {redact(problems[0], secrets)}"
+        )
+    result = _shown(result, srv.shown)
+    if result.interrupted:
+        done = [lv for lv in result.levels if _complete(lv, levels)]
+        if not done or levels[0].label == WARMUP:
+            raise _Interrupted(None)
+        labels = {lv.level for lv in done}
+        kept = result.model_copy(
+            update={"levels": done, "comparisons": [], "stop_reason": "interrupted"}
+        )
+        raise _Interrupted(
+            SweepRun(url=srv.shown, result=kept, records=[r for r in records if r.level in labels])
+        )
+    why = _failure(result)
+    if why is not None:
+        what = "warm-up" if levels[0].label == WARMUP else "sweep"
+        raise ConfigError(
+            f"{srv.shown}: the {what} did not complete ({redact(why, secrets)})"
+            + _first_failure(records, secrets)
+        )
+    return SweepRun(url=srv.shown, result=result, records=records)
+
+
+def _failure(result: BenchResult) -> str | None:
+    """Why a run cannot be calibrated from, or None."""
+    total, failed = result.requests
+    if failed and (failed > MAX_FAILED_SHARE * total or result.stop_reason is not None):
+        return (
+            f"every request failed ({failed}/{total})"
+            if failed == total
+            else f"{failed} of {total} requests failed, more than {MAX_FAILED_SHARE:.0%}"
+        )
+    return result.failure(MAX_FAILED_SHARE) or result.stop_reason
+
+
+def _complete(lv: LevelSummary, levels: tuple[Level, ...]) -> bool:
+    """A level that ran to its end: all its requests, and its closing scrape (a level cut short
+    is summarised without the run's validity figures)."""
+    want = next((x.requests for x in levels if x.label == lv.level), None)
+    return (
+        lv.validity is not None
+        and want is not None
+        and lv.overall.completed + lv.overall.failed >= want
+    )
+
+
+def _shown(result: BenchResult, shown: str) -> BenchResult:
+    """The result with each level's URL as shown (a key in the query redacted)."""
+    return result.model_copy(
+        update={"levels": [lv.model_copy(update={"url": shown}) for lv in result.levels]}
+    )
+
+
+def _first_failure(records: list[RequestRecord], secrets: Secrets) -> str:
+    """``; the first failure: HTTP 401: invalid key`` — what the server said, redacted."""
+    bad = next((r for r in records if not r.ok), None)
+    if bad is None:
+        return ""
+    kind = bad.error_type or "error"
+    kind = f"HTTP {kind.removeprefix('http_')}" if kind.startswith("http_") else kind
+    message = redact((bad.error_message or "").strip(), secrets)[:300]
+    return f"; the first failure: {kind}" + (f": {message}" if message else "")
 
 
 def _prompts(sweep: LiveSweep, n: int, n_in: int, n_out: int, from_dataset: bool) -> list[Prompt]:

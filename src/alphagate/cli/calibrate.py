@@ -1,4 +1,9 @@
-"""``alphagate calibrate``: fit the step-time model's coefficients to your own server."""
+"""``alphagate calibrate``: fit the step-time model's coefficients to your own server.
+
+Exit codes: 0 a usable profile written; 1 a profile written but marked unusable (the fit
+explains too little; it says why); 2 bad input, a server that fails or answers nonsense;
+130 interrupted (the levels that completed are kept: a profile marked partial, and their records
+under ``--bench-out``)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from alphagate.cli._app import (
     app,
     config_error,
     console,
+    err_console,
     fail,
     finite_float,
     int_list,
@@ -20,7 +26,7 @@ from alphagate.cli._app import (
     show,
     status,
 )
-from alphagate.cli._files import atomic_write_text
+from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 from alphagate.cli._options import (
     DEFAULT_DTYPE,
     DEFAULT_GPU,
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
     from alphagate.calibrate.observations import Observation
     from alphagate.calibrate.sweep import LiveSweep, SweepRun
     from alphagate.specs.calibration import CalibrationProfile
+    from alphagate.specs.deployment import DeploymentConfig
 
 
 @app.command("calibrate", short_help="Fit the step-time model to your own server.")
@@ -144,6 +151,15 @@ def calibrate_cmd(
         ),
     ] = 1.0,
     seed: SeedOpt = 0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            callback=finite_float("--timeout", 0.01, 86_400.0),
+            help="Seconds one request of the live sweep may take, and the limit of a connect or "
+            "a /metrics read (default: 30 + 0.25 per output token).",
+        ),
+    ] = None,
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Where to write the calibration profile (JSON)."),
@@ -169,11 +185,15 @@ def calibrate_cmd(
     drafts, one per sequence per step); its mean TTFT at concurrency 1 prices the prefill. A live sweep (--url)
     sends requests_per_user × C requests of --prompt-tokens words and --output-tokens tokens at
     every concurrency: about requests_per_user × output_tokens engine steps per level.
-    """
-    from pydantic import SecretStr, ValidationError
 
-    from alphagate.calibrate.fit import fit_profile
-    from alphagate.core.errors import ConfigError
+    Exit codes: 0 a usable profile; 1 the profile is written but marked unusable (the fit
+    explains too little: its RMS residual is too large, or the data moved no coefficient off
+    its prior); 2 bad input or a failing server; 130 interrupted (the completed levels are
+    fitted into a profile marked partial, and their records kept under --bench-out).
+    """
+    from pydantic import SecretStr
+
+    from alphagate.calibrate.sweep import SweepInterrupted
 
     if not results and not url:
         fail("give saved results (FILE …) or a live server (--url)", "--url")
@@ -194,28 +214,69 @@ def calibrate_cmd(
         )
     )
     observations = _saved(results or [])
+    partial = False
     if url:
-        observations += _live(
-            url,
-            metrics_url,
-            served_model,
-            SecretStr(api_key) if api_key else None,
-            int_list(concurrency, "--concurrency", 1, 65_536),
-            requests_per_user,
-            prompt_tokens,
-            output_tokens,
-            dataset,
-            prefill_probe or None,
-            seed,
-            bench_out,
-            as_json,
-        )
+        try:
+            with sigterm_as_interrupt():  # SIGTERM as Ctrl-C: what completed is kept
+                observations += _live(
+                    url,
+                    metrics_url,
+                    served_model,
+                    SecretStr(api_key) if api_key else None,
+                    int_list(concurrency, "--concurrency", 1, 65_536),
+                    requests_per_user,
+                    prompt_tokens,
+                    output_tokens,
+                    dataset,
+                    prefill_probe or None,
+                    seed,
+                    timeout,
+                    bench_out,
+                    as_json,
+                )
+        except SweepInterrupted as stop:
+            observations += stop.observations
+            partial = True
+            if not stop.observations:
+                err_console.print(
+                    "[yellow]interrupted before a level completed: no profile written[/yellow]"
+                )
+                raise typer.Exit(130) from None
+    _fit_and_write(dep, observations, time_scale, seed, out, as_json, partial)
+
+
+def _fit_and_write(
+    dep: DeploymentConfig,
+    observations: list[Observation],
+    time_scale: float,
+    seed: int,
+    out: Path,
+    as_json: bool,
+    partial: bool,
+) -> None:
+    """Fit, write the profile (usable or not: it shows why) and exit 1 when it is unusable,
+    130 when the sweep was interrupted."""
+    from pydantic import ValidationError
+
+    from alphagate.calibrate.fit import fit_profile
+    from alphagate.core.errors import ConfigError
+
     try:
         with status("fitting…", as_json):
-            profile = fit_profile(dep, observations, time_scale=time_scale, seed=seed)
-    except ConfigError as exc:
-        config_error(exc, "--model/--gpu/--tp/--dtype")
-    except ValidationError as exc:
+            profile = fit_profile(
+                dep, observations, time_scale=time_scale, seed=seed, partial=partial
+            )
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted while fitting: no profile written[/yellow]")
+        raise typer.Exit(130) from None
+    except (ConfigError, ValidationError) as exc:
+        if partial:
+            err_console.print(
+                f"[yellow]interrupted; the completed levels do not make a profile: {exc}[/yellow]"
+            )
+            raise typer.Exit(130) from None
+        if isinstance(exc, ConfigError):
+            config_error(exc, "--model/--gpu/--tp/--dtype")
         config_error(exc)
     atomic_write_text(out, json_dumps(profile.payload()) + "\n", "--out")
     show("calibrate", profile, as_json, _render)
@@ -223,6 +284,20 @@ def calibrate_cmd(
         console.print(
             f"profile written to {out} (alphagate simulate|plan|twin --calibration {out})"
         )
+    if partial:
+        err_console.print(
+            f"[yellow]interrupted: {out} is a partial profile, fitted on the "
+            f"{len(observations)} levels that completed[/yellow]"
+        )
+    if not profile.usable:
+        err_console.print(
+            f"[red]the profile is unusable: {profile.unusable_reason}; simulate, plan and twin "
+            "refuse it[/red]"
+        )
+    if partial:
+        raise typer.Exit(130)
+    if not profile.usable:
+        raise typer.Exit(1)
 
 
 def _saved(paths: list[Path]) -> list[Observation]:
@@ -250,12 +325,15 @@ def _live(
     dataset: str | None,
     prefill_probe: int | None,
     seed: int,
+    timeout: float | None,
     bench_out: Path | None,
     quiet: bool,
 ) -> list[Observation]:
+    """The live sweep's observations; its records kept under ``bench_out`` (those of the
+    completed levels when it is interrupted: :class:`SweepInterrupted` is raised again)."""
     from pydantic import ValidationError
 
-    from alphagate.calibrate.sweep import LiveSweep, run_live_sweep
+    from alphagate.calibrate.sweep import LiveSweep, SweepInterrupted, run_live_sweep
     from alphagate.core.errors import ConfigError
 
     try:
@@ -271,9 +349,15 @@ def _live(
             dataset=dataset,
             prefill_probe_tokens=prefill_probe,
             seed=seed,
+            timeout_s=timeout,
         )
+        warnings = sweep.warnings()
     except ValidationError as exc:
         config_error(exc, "--url")
+    except ConfigError as exc:
+        fail(str(exc), "--url")
+    for why in warnings:
+        err_console.print(f"[yellow]warning: {why}[/yellow]", markup=True, highlight=False)
     with status("calibrating…", quiet) as spin:
         progress = _Progress(sweep, spin)
         try:
@@ -282,6 +366,10 @@ def _live(
             )
         except ConfigError as exc:
             fail(str(exc), "--url")
+        except SweepInterrupted as stop:
+            if bench_out is not None and stop.runs:
+                _keep(stop.runs, bench_out)
+            raise
     if bench_out is not None:
         _keep(runs, bench_out)
     return observations

@@ -125,7 +125,10 @@ def live(
     """Scrape one or more /metrics endpoints (replicas) until --min-drafts drafts or --duration.
 
     Counter increases survive restarts inside the window and are summed over replicas. Ctrl-C
-    (or SIGTERM) ends the window early: it is printed and written, and the exit code is 130.
+    (or SIGTERM) ends the window early: it is printed and written, and the exit code is 130
+    (before the first scrapes completed there is no window: nothing is written). Credentials in
+    a URL are sent as an Authorization header, and every URL shown or written is redacted; two
+    URLs of one replica (127.0.0.1 and localhost) are refused.
     """
     from pydantic import ValidationError
 
@@ -145,10 +148,12 @@ def live(
             _measure_error(exc)
         _finish(saved, as_json, out, min_drafts)
         return
+    from alphagate.core.secrets import redact
+
     urls = urls or []
     for u in urls:
         if not u.startswith(("http://", "https://")):
-            fail(f"{u!r} is not an http(s) URL", "--url")
+            fail(f"{redact(u)!r} is not an http(s) URL", "--url")
     try:
         cfg = LiveConfig(
             urls=tuple(urls),
@@ -182,7 +187,11 @@ def live(
         _measure_error(exc)
     except KeyboardInterrupt:
         if "r" not in last:
-            raise
+            err_console.print(
+                "[yellow]interrupted before the first scrapes completed: no window was measured, "
+                "nothing written[/yellow]"
+            )
+            raise typer.Exit(130) from None
         err_console.print("[yellow]interrupted: the window so far[/yellow]")
         _finish(last["r"], as_json, out)
         raise typer.Exit(130) from None
@@ -245,13 +254,14 @@ def prometheus(
     """
     from pydantic import ValidationError
 
+    from alphagate.core.secrets import redact
     from alphagate.measure.prometheus import PrometheusQuery, measure_prometheus, parse_duration
     from alphagate.measure.results import MeasureError
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
     if not url.startswith(("http://", "https://")):
-        fail(f"{url!r} is not an http(s) URL", "--url")
+        fail(f"{redact(url)!r} is not an http(s) URL", "--url")
     try:
         q = PrometheusQuery(
             url=url,

@@ -4,19 +4,27 @@ enough drafts are seen.
 Each endpoint (a replica) is scraped every ``interval_s``; the increase of its counters between
 consecutive scrapes is summed (:class:`~alphagate.measure.prom.CounterWindow`), so a replica that
 restarts inside the window is counted from its restart, and replicas are summed after that.
+
+Credentials in a URL become an ``Authorization`` header (:mod:`alphagate.core.secrets`); every
+URL shown or written, and every error, is redacted. Two URLs of one replica (``127.0.0.1:P`` and
+``localhost:P``) are refused: the host is resolved and address, port and path compared.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field
 
+from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
+from alphagate.core.secrets import Secrets, redact, split_credentials
 from alphagate.measure.estimate import estimate
 from alphagate.measure.prom import CounterWindow, SpecAcceptance, SpecCounters, parse_spec_counters
 from alphagate.measure.results import MeasureError, MeasureResult
@@ -25,6 +33,7 @@ __all__ = [
     "GAUGE_SCRAPES",
     "LiveConfig",
     "LiveWindow",
+    "Replica",
     "looks_like_exposition",
     "measure_live",
     "measure_scrape_files",
@@ -51,26 +60,80 @@ class LiveConfig(Frozen):
 
 
 def metrics_url(url: str) -> str:
-    """A server URL → its ``/metrics``; a URL that already names a path is kept."""
-    base = url.rstrip("/")
-    return base if base.endswith("/metrics") else base + "/metrics"
+    """A server URL → its ``/metrics``; a URL that already names it is kept (its query too)."""
+    return _with_path(url, lambda path: path if path.endswith("/metrics") else path + "/metrics")
 
 
-async def _sglang_server_info(session: object, url: str, cfg: LiveConfig) -> float | None:
+def _with_path(url: str, change: Callable[[str], str]) -> str:
+    parts = urlsplit(url)
+    path = change(parts.path.rstrip("/"))
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One ``/metrics`` endpoint: the URL requested (no credentials; a query is kept, the
+    server may take its key there), the URL shown (redacted) and the headers sent."""
+
+    url: str
+    shown: str
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, url: str) -> Replica:
+        """Raises :class:`MeasureError` (the URL redacted) for a URL that cannot be split."""
+        try:
+            bare, headers = split_credentials(url)
+        except ConfigError as exc:
+            raise MeasureError(str(exc)) from None
+        return cls(metrics_url(bare), redact(metrics_url(url)), headers)
+
+    def where(self) -> tuple[frozenset[str], int | None, str]:
+        """(addresses the host resolves to, port, path): two URLs of one server compare equal
+        in port and path and share an address."""
+        parts = urlsplit(self.url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            addrs = frozenset(str(i[4][0]) for i in infos) or frozenset({host})
+        except (OSError, UnicodeError):
+            addrs = frozenset({host})
+        return addrs, port, parts.path.rstrip("/") or "/"
+
+
+def _duplicates(replicas: list[Replica]) -> list[str]:
+    """The URLs (shown) that name a replica given before them."""
+    where = [r.where() for r in replicas]
+    twice = []
+    for j, (addrs, port, path) in enumerate(where):
+        for i in range(j):
+            a, p, q = where[i]
+            if p == port and q == path and a & addrs:
+                twice.append(f"{replicas[j].shown} (= {replicas[i].shown})")
+                break
+    return twice
+
+
+def _error_text(exc: BaseException, secrets: Secrets) -> str:
+    return redact(f"{type(exc).__name__}: {exc}", secrets)
+
+
+async def _sglang_server_info(session: object, rep: Replica, cfg: LiveConfig) -> float | None:
     """SGLang without spec-decode metrics: ``/get_server_info`` →
     ``internal_states[0].avg_spec_accept_length``, τ averaged since the server started."""
     import aiohttp
 
     assert isinstance(session, aiohttp.ClientSession)
-    base = url[: -len("/metrics")] if url.endswith("/metrics") else url
+    url = _with_path(rep.url, lambda p: p.removesuffix("/metrics") + "/get_server_info")
     try:
         async with session.get(
-            base + "/get_server_info", timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)
+            url, headers=rep.headers, timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)
         ) as resp:
             if resp.status != 200:
                 return None
             info = await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, UnicodeDecodeError):
         return None
     states = info.get("internal_states") if isinstance(info, dict) else None
     first = states[0] if isinstance(states, list) and states else None
@@ -78,23 +141,37 @@ async def _sglang_server_info(session: object, url: str, cfg: LiveConfig) -> flo
     return float(tau) if isinstance(tau, int | float) and not isinstance(tau, bool) else None
 
 
-async def _scrape(session: object, url: str, cfg: LiveConfig) -> SpecCounters:
+async def _scrape(session: object, rep: Replica, cfg: LiveConfig, secrets: Secrets) -> SpecCounters:
     import aiohttp
 
     assert isinstance(session, aiohttp.ClientSession)
+    url = rep.shown
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)) as resp:
+        async with session.get(
+            rep.url, headers=rep.headers, timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)
+        ) as resp:
             if resp.status != 200:
-                raise MeasureError(f"{url} answered HTTP {resp.status}")
-            text = await resp.text()
+                raise MeasureError(
+                    f"{url} answered HTTP {resp.status} {resp.reason or ''}".rstrip()
+                )
+            body = await resp.read()
     except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-        raise MeasureError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+        raise MeasureError(f"cannot reach {url}: {_error_text(exc, secrets)}") from None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MeasureError(
+            f"{url} did not return Prometheus text exposition (its body is not UTF-8 text: "
+            f"binary, or another encoding; {len(body):,} bytes)"
+        ) from None
     try:
         snap = parse_spec_counters(text, model_name=cfg.model_name, engine=cfg.engine)
     except ValueError as exc:
-        raise MeasureError(f"{url} did not return Prometheus text exposition ({exc})") from None
+        raise MeasureError(
+            f"{url} did not return Prometheus text exposition ({_error_text(exc, secrets)})"
+        ) from None
     if not snap.present:
-        tau = await _sglang_server_info(session, url, cfg)
+        tau = await _sglang_server_info(session, rep, cfg)
         if tau is not None:
             snap.present = snap.matched = snap.since_boot = True
             snap.sglang_accept_length.append(tau)
@@ -128,13 +205,23 @@ class LiveWindow:
     everything seen, or over a sliding window of the last ``window_s`` seconds."""
 
     def __init__(self, cfg: LiveConfig, sources: list[str] | None = None) -> None:
-        """``sources``: the replicas, when not ``cfg.urls`` (saved scrapes: one server)."""
+        """``sources``: the replicas, when not ``cfg.urls`` (saved scrapes: one server). Raises
+        :class:`MeasureError` for a URL that cannot be split or two URLs of one replica."""
         self.cfg = cfg
-        self.urls = sources if sources is not None else [metrics_url(u) for u in cfg.urls]
-        twice = sorted({u for u in self.urls if self.urls.count(u) > 1})
-        if twice:
-            raise MeasureError(f"a replica given twice would be counted twice: {', '.join(twice)}")
-        self.windows = [CounterWindow() for _ in self.urls]
+        self.secrets = Secrets.of(urls=cfg.urls)
+        if sources is not None:
+            self.replicas = [Replica(s, s) for s in sources]
+        else:
+            self.replicas = [Replica.of(u) for u in cfg.urls]
+            for r in self.replicas:
+                self.secrets |= Secrets.of(headers=r.headers)
+            twice = _duplicates(self.replicas)
+            if twice:
+                raise MeasureError(
+                    f"a replica given twice would be counted twice: {', '.join(twice)}"
+                )
+        self.urls = [r.shown for r in self.replicas]
+        self.windows = [CounterWindow() for _ in self.replicas]
         self.history: list[_Totals] = []
         self.notes: list[str] = []
         self.t0 = time.time()
@@ -149,13 +236,15 @@ class LiveWindow:
         async with aiohttp.ClientSession() as session:
             if self.scrapes == 0:
                 snaps: list[SpecCounters | None] = list(
-                    await asyncio.gather(*(_scrape(session, u, self.cfg) for u in self.urls))
+                    await asyncio.gather(
+                        *(_scrape(session, r, self.cfg, self.secrets) for r in self.replicas)
+                    )
                 )
             else:
                 snaps = []
-                for u in self.urls:
+                for r in self.replicas:
                     try:
-                        snaps.append(await _scrape(session, u, self.cfg))
+                        snaps.append(await _scrape(session, r, self.cfg, self.secrets))
                     except MeasureError as exc:
                         self.notes.append(f"{time.strftime('%H:%M:%S')}: {exc}")
                         snaps.append(None)
@@ -214,9 +303,7 @@ class LiveWindow:
                 batches=batches,
             )
         except ValueError as exc:
-            raise MeasureError(
-                f"{', '.join(self.cfg.urls)}: inconsistent counters: {exc}"
-            ) from None
+            raise MeasureError(f"{', '.join(self.urls)}: inconsistent counters: {exc}") from None
         sg = [x for w in self.windows for x in w.sglang]
         acc = SpecAcceptance(
             **(est.model_dump() | {"sglang_accept_length": sum(sg) / len(sg) if sg else None}),
@@ -243,7 +330,7 @@ class LiveWindow:
             notes.append("an engine appeared inside the window: counted from its start")
         return MeasureResult(
             verb="measure live",
-            source=", ".join(self.cfg.urls),
+            source=", ".join(self.urls),
             window_start=start,
             window_end=now,
             window_s=now - start,

@@ -13,6 +13,10 @@ spec-decode counters — ``increase`` handles counter resets — and sums over t
 With ``step`` the same increases over each step give α over time, so a drop in acceptance after
 a traffic shift is visible; with ``by`` (e.g. ``instance``) each replica gets its own series.
 ``increase`` extrapolates to the window's edges, so the counts are not whole numbers.
+
+Credentials in the server's URL (``http://user:password@prometheus:9090``) are sent as an
+``Authorization`` header — ``urllib`` would take ``user:password@host`` for the host — and the
+URL is redacted wherever it is shown or written, as is every error (:mod:`alphagate.core.secrets`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
+from alphagate.core.secrets import Secrets, redact, split_credentials
 from alphagate.measure.estimate import Batch, estimate
 from alphagate.measure.prom import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POS
 from alphagate.measure.results import MeasureError, MeasureResult, SeriesPoint
@@ -73,8 +79,13 @@ class PrometheusQuery(Frozen):
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(f"{v!r} is not an http(s) URL of a Prometheus server")
+            raise ValueError(f"{redact(v)!r} is not an http(s) URL of a Prometheus server")
         return v
+
+    @property
+    def shown(self) -> str:
+        """The server's URL as it may be printed and written: credentials and keys redacted."""
+        return redact(self.url)
 
     @field_validator("selector")
     @classmethod
@@ -96,35 +107,61 @@ def _dur(seconds: float) -> str:
     return f"{round(seconds)}s"
 
 
-def _get(q: PrometheusQuery, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
-    """The ``data.result`` of an API answer; raises :class:`MeasureError` on anything else."""
-    url = q.url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
+def _target(q: PrometheusQuery) -> tuple[str, dict[str, str], Secrets]:
+    """The server's URL without credentials, the ``Authorization`` header they become, and the
+    secrets the requests carry (for redacting what comes back)."""
     try:
-        with urllib.request.urlopen(url, timeout=q.timeout_s) as resp:
+        bare, headers = split_credentials(q.url)
+    except ConfigError as exc:
+        raise MeasureError(str(exc)) from None
+    return bare, headers, Secrets.of(urls=(q.url,), headers=headers)
+
+
+def _open(q: PrometheusQuery, path: str, params: dict[str, str]) -> Any:
+    """``GET`` an API path, the URL's credentials sent as an ``Authorization`` header and its
+    query (a key a proxy takes) kept."""
+    bare, headers, _ = _target(q)
+    parts = urllib.parse.urlsplit(bare)
+    query = "&".join(x for x in (parts.query, urllib.parse.urlencode(params)) if x)
+    url = urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, parts.path.rstrip("/") + path, query, "")
+    )
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=q.timeout_s)
+
+
+def _get(q: PrometheusQuery, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+    """The ``data.result`` of an API answer; raises :class:`MeasureError` (every URL and
+    message redacted) on anything else."""
+    shown, (_, _, secrets) = q.shown, _target(q)
+    try:
+        with _open(q, path, params) as resp:
             body = resp.read()
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:300]
+        detail: object = exc.read().decode("utf-8", "replace")[:300]
         with contextlib.suppress(json.JSONDecodeError, AttributeError):
-            detail = json.loads(detail).get("error", detail)
+            detail = json.loads(str(detail)).get("error", detail)
         raise MeasureError(
-            f"Prometheus at {q.url} refused the query ({exc.code}): {detail}"
+            f"Prometheus at {shown} refused the query ({exc.code}): {redact(str(detail), secrets)}"
         ) from None
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        raise MeasureError(f"cannot reach Prometheus at {q.url}: {exc}") from None
+        raise MeasureError(
+            f"cannot reach Prometheus at {shown}: {redact(str(exc), secrets)}"
+        ) from None
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise MeasureError(
-            f"{q.url} did not answer with Prometheus API JSON (is it Prometheus?)"
+            f"{shown} did not answer with Prometheus API JSON (is it Prometheus?)"
         ) from None
     if not isinstance(data, dict) or data.get("status") != "success":
         err = data.get("error") if isinstance(data, dict) else None
-        raise MeasureError(f"Prometheus at {q.url}: {err or 'not a success response'}")
+        why = redact(str(err), secrets) if err else "not a success response"
+        raise MeasureError(f"Prometheus at {shown}: {why}")
     inner = data.get("data")
     result = inner.get("result") if isinstance(inner, dict) else None
     if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
         raise MeasureError(
-            f"{q.url} answered {path} without a data.result list (is it Prometheus?)"
+            f"{shown} answered {path} without a data.result list (is it Prometheus?)"
         )
     return result
 
@@ -185,9 +222,8 @@ def _matched_now(q: PrometheusQuery, at: float) -> bool:
 def scrape_interval_s(q: PrometheusQuery) -> float:
     """The longest scrape interval of the server's active targets (``/api/v1/targets``); 60 s
     when the server does not say."""
-    url = q.url.rstrip("/") + "/api/v1/targets?state=active"
     try:
-        with urllib.request.urlopen(url, timeout=q.timeout_s) as resp:
+        with _open(q, "/api/v1/targets", {"state": "active"}) as resp:
             targets = json.loads(resp.read())["data"]["activeTargets"]
         found = [parse_duration(t["scrapeInterval"]) for t in targets if t.get("scrapeInterval")]
     except (OSError, ValueError, KeyError, TypeError, MeasureError):
@@ -262,7 +298,7 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
             seen = _available(q, end)
             if seen == "none":
                 raise MeasureError(
-                    f"{q.url} holds no {DRAFTS}_total series at all: speculation is off, or "
+                    f"{q.shown} holds no {DRAFTS}_total series at all: speculation is off, or "
                     "Prometheus does not scrape the servers"
                 )
             if _matched_now(q, end):
@@ -272,11 +308,11 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
                     exit_code=3,
                 )
             raise MeasureError(
-                f"the selector {q.selector or '{}'} matched no spec-decode series at {q.url}; "
+                f"the selector {q.selector or '{}'} matched no spec-decode series at {q.shown}; "
                 f"model_name values there: {seen}"
             )
         raise MeasureError(
-            f"no drafts in the last {_dur(q.window_s)} at {q.url}: idle, or speculation is off",
+            f"no drafts in the last {_dur(q.window_s)} at {q.shown}: idle, or speculation is off",
             exit_code=3,
         )
     pos_expr = f"sum by (position) (increase({PER_POS}_total{q.selector}[{_dur(q.window_s)}]))"
@@ -314,7 +350,7 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
                     t.get("drafts", 0.0), t.get("draft_tokens", 0.0), t.get("accepted", 0.0), [], k
                 )
     except ValueError as exc:
-        raise MeasureError(f"{q.url}: inconsistent counts over the window: {exc}") from None
+        raise MeasureError(f"{q.shown}: inconsistent counts over the window: {exc}") from None
     resets_expr = f"sum(resets({DRAFTS}_total{q.selector}[{_dur(q.window_s)}]))"
     promql.append(resets_expr)
     reset = _value(_instant(q, resets_expr, end)) > 0
@@ -322,7 +358,7 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
     notes.append("increase() extrapolates to the window's edges: counts are not whole numbers")
     return MeasureResult(
         verb="measure prometheus",
-        source=f"{q.url} {q.selector or '{}'}",
+        source=f"{q.shown} {q.selector or '{}'}",
         window_start=end - q.window_s,
         window_end=end,
         window_s=q.window_s,

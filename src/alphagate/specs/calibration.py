@@ -4,7 +4,10 @@
 ``simulate``, ``plan`` and ``twin`` read it with ``--calibration FILE``. It records the deployment
 the coefficients were fitted for (their terms depend on it), every coefficient with its prior and
 how much of it the data determined, the points it came from with the fit's residuals, and the
-concurrency and K range it is valid for.
+concurrency and K range it is valid for. A profile whose fit explains nothing (``usable`` false:
+a large residual, or no coefficient the data moved off its prior) is written for inspection but
+refused by :func:`load_profile`; one ``partial`` was fitted on the levels that completed before
+the sweep was interrupted.
 """
 
 from __future__ import annotations
@@ -133,6 +136,16 @@ class CalibrationProfile(Results):
     time_scale: float = Field(
         default=1.0, description="wall seconds per server second the data were divided by"
     )
+    usable: bool = Field(
+        default=True,
+        description="false: the fit explains too little of the data to price steps with "
+        "(unusable_reason says why); simulate, plan and twin refuse it",
+    )
+    unusable_reason: str | None = None
+    partial: bool = Field(
+        default=False,
+        description="the sweep was interrupted: fitted on the levels that completed only",
+    )
 
     def values(self) -> dict[str, float]:
         return {c.name: c.value for c in self.coefficients}
@@ -167,9 +180,10 @@ class CalibrationProfile(Results):
 
     def summary(self) -> str:
         """One sentence for a plan or a simulation made with this profile."""
+        partial = "; partial: the sweep was interrupted" if self.partial else ""
         return (
             f"step-time coefficients calibrated on {self.deployment_description.split(';')[0]} "
-            f"at {self._fitted_at()} (RMS residual {self.rms_residual_pct:.1f}%)"
+            f"at {self._fitted_at()} (RMS residual {self.rms_residual_pct:.1f}%{partial})"
         )
 
 
@@ -178,7 +192,8 @@ def _span(lo: int, hi: int) -> str:
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:
-    """Read a profile written by ``alphagate calibrate``; :class:`ConfigError` names the problem."""
+    """Read a profile written by ``alphagate calibrate``; :class:`ConfigError` names the problem,
+    and refuses a profile marked unusable (saying why)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: no such file")
@@ -189,8 +204,14 @@ def load_profile(path: str | Path) -> CalibrationProfile:
     if not isinstance(data, dict) or data.get("verb") != "calibrate":
         raise ConfigError(f"{p}: not a calibration profile (alphagate calibrate writes one)")
     try:
-        return CalibrationProfile.model_validate(data)
+        profile = CalibrationProfile.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         raise ConfigError(f"{p}: field {where!r}: {first['msg']}") from None
+    if not profile.usable:
+        raise ConfigError(
+            f"{p}: an unusable calibration ({profile.unusable_reason or 'marked unusable'}); "
+            "measure again (alphagate calibrate), or run without --calibration"
+        )
+    return profile
