@@ -495,3 +495,17 @@ def test_sglang_commands_use_flags_sglang_has(extra: list[str]) -> None:
                 assert value in SGLANG["bench_serving_backend_choices"]
     tp = str(d["deployment_detail"]["tp"])
     assert all(a[a.index("--tp-size") + 1] == tp for a in launch)
+
+
+def test_credentials_in_a_url_never_reach_the_plan(tmp_path: Path) -> None:
+    """The plan is a shared file: ``user:password@`` and ``?api_key=`` are dropped from every URL
+    it prints (the commands read the key from ALPHAGATE_API_KEY), and the rest is kept."""
+    out = tmp_path / "p.md"
+    Cli().json(
+        "plan", *MIX, "--concurrency", "64", "--out", str(out),
+        "--url", "http://bob:HUNTER2@10.0.0.5:8000/v1?api_key=SEKRIT&region=eu",
+    )  # fmt: skip
+    for path in (out, out.with_suffix(".json")):
+        text = path.read_text()
+        assert "HUNTER2" not in text and "SEKRIT" not in text and "bob@" not in text
+        assert "http://10.0.0.5:8000/v1?region=eu" in text

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from alphagate.core.records import Frozen, Results
+from alphagate.core.secrets import redact, strip_credentials
 from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
 from alphagate.specs.workload import WorkloadConfig
@@ -35,6 +36,17 @@ __all__ = [
 Verdict = Literal["go", "go for some classes only", "measure first", "no-go"]
 AlphaSource = Literal["given", "prior", "measured"]
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def _without_secret_query(url: str) -> str:
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    from alphagate.core.secrets import SECRET_QUERY_KEYS
+
+    parts = urlsplit(url)
+    kept = [(k, val) for k, val in parse_qsl(parts.query, keep_blank_values=True)
+            if k.lower().replace("-", "_") not in SECRET_QUERY_KEYS]  # fmt: skip
+    return urlunsplit(parts._replace(query=urlencode(kept)))
 
 
 def parse_engine_version(text: str) -> tuple[int, int]:
@@ -116,24 +128,28 @@ class PlanRequest(Frozen):
     @field_validator("url", "candidate_url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
-        """A server URL the printed commands can use: http(s), a host, no spaces."""
+        """A server URL the printed commands can use: http(s), a host, no spaces. Credentials
+        (``user:password@``, ``?api_key=``) are dropped: the plan is a file people share, and the
+        printed commands take the key from ``ALPHAGATE_API_KEY``."""
         if v is None:
             return v
         from urllib.parse import urlsplit
 
+        shown = redact(v)
         try:
-            parts = urlsplit(v)
-            port = parts.port
+            bare = _without_secret_query(strip_credentials(v)[0])
+            parts = urlsplit(bare)
         except ValueError as exc:
-            raise ValueError(f"{v!r} is not a URL ({exc})") from None
+            raise ValueError(f"{shown!r} is not a URL ({redact(str(exc))})") from None
         if (
             parts.scheme not in ("http", "https")
             or not parts.hostname
             or any(c.isspace() for c in v)
         ):
-            raise ValueError(f"{v!r} is not an http(s) URL with a host, e.g. http://10.0.0.5:8000")
-        del port
-        return v
+            raise ValueError(
+                f"{shown!r} is not an http(s) URL with a host, e.g. http://10.0.0.5:8000"
+            )
+        return bare
 
     @field_validator("engine_version")
     @classmethod
