@@ -57,8 +57,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any, Final, TypeAlias
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any, Final, NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +101,7 @@ __all__ = [
     "TERMS",
     "Coefficients",
     "ForwardCost",
+    "ForwardTerms",
     "Hardware",
     "StepCostModel",
     "build_cost_model",
@@ -284,33 +286,49 @@ class ForwardCost:
     head_dim: int
     hidden: int
     table_tokens: int
-    kernels: int = field(init=False)
-    _gemm: _Table = field(init=False, repr=False)
-    _first: _Table = field(init=False, repr=False)
-    _head: _Table = field(init=False, repr=False)
-    _kv_s: float = field(init=False, repr=False)
-    _row_s: float = field(init=False, repr=False)
-    _sampler_s: float = field(init=False, repr=False)
-    _ar_fixed_s: float = field(init=False, repr=False)
-    _ar_token_s: float = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        n, hw = self.table_tokens, self.hw
-        put = object.__setattr__
-        put(self, "_gemm", _Table(self.gemms, self.bytes_per_weight, hw, n))
-        put(self, "_first", _Table(self.first_gemms, self.bytes_per_weight, hw, n))
-        put(self, "_head", _Table(self.head, self.bytes_per_weight, hw, n))
+    # ---- per-unit figures, computed once per model (a frozen dataclass caches in __dict__)
+    @cached_property
+    def _gemm(self) -> _Table:
+        return _Table(self.gemms, self.bytes_per_weight, self.hw, self.table_tokens)
+
+    @cached_property
+    def _first(self) -> _Table:
+        return _Table(self.first_gemms, self.bytes_per_weight, self.hw, self.table_tokens)
+
+    @cached_property
+    def _head(self) -> _Table:
+        return _Table(self.head, self.bytes_per_weight, self.hw, self.table_tokens)
+
+    @cached_property
+    def kernels(self) -> int:
+        """Kernels one forward launches."""
         per_layer = KERNELS_PER_LAYER + (2 if self.tp > 1 else 0)
-        put(
-            self, "kernels", per_layer * self.layers + KERNELS_PER_FORWARD + self.first_gemms.n.size
-        )
-        # per-unit seconds of each term, computed once
-        put(self, "_kv_s", self.kv_bytes_per_token / hw.bandwidth)
-        put(self, "_row_s", 4.0 * self.layers * self.kv_heads * self.head_dim / hw.attn_flops)
-        put(self, "_sampler_s", self.vocab * LOGIT_BYTES * self.sampler_passes / hw.bandwidth)
+        return per_layer * self.layers + KERNELS_PER_FORWARD + self.first_gemms.n.size
+
+    @cached_property
+    def _kv_s(self) -> float:
+        """Seconds to read one token's KV cache (all layers)."""
+        return self.kv_bytes_per_token / self.hw.bandwidth
+
+    @cached_property
+    def _row_s(self) -> float:
+        """Seconds of attention compute per query row and context token (all layers)."""
+        return 4.0 * self.layers * self.kv_heads * self.head_dim / self.hw.attn_flops
+
+    @cached_property
+    def _sampler_s(self) -> float:
+        """Seconds of sampling per sampled row."""
+        return self.vocab * LOGIT_BYTES * self.sampler_passes / self.hw.bandwidth
+
+    @cached_property
+    def _allreduce_fixed_s(self) -> float:
+        return 2.0 * self.layers * self.hw.allreduce_latency_s
+
+    @cached_property
+    def _allreduce_token_s(self) -> float:
         ring = 2.0 * (self.tp - 1) / self.tp
-        put(self, "_ar_fixed_s", 2.0 * self.layers * hw.allreduce_latency_s)
-        put(self, "_ar_token_s", 2.0 * self.layers * ring * self.hidden * 2.0 / hw.link_bandwidth)
+        return 2.0 * self.layers * ring * self.hidden * 2.0 / self.hw.link_bandwidth
 
     @property
     def weight_bytes(self) -> float:
@@ -329,6 +347,7 @@ class ForwardCost:
 
     def terms(
         self,
+        *,
         tokens: Num,
         gemm_tokens: Num,
         rows: Num,
@@ -337,27 +356,50 @@ class ForwardCost:
         prefill_pairs: Num,
         graph: Any,
         first: bool,
-    ) -> tuple[Num, Num, Num, Num, Num]:
-        """(gemm, attention, sampler, all-reduce, kernels) seconds of one forward over ``tokens``
-        new tokens (``gemm_tokens`` after CUDA-graph padding), sampling ``rows`` of them."""
-        # inputs are float64 arrays or Python floats (:meth:`StepCostModel.terms` converts them)
-        t = tokens
+    ) -> ForwardTerms:
+        """Seconds of one forward over ``tokens`` new tokens (``gemm_tokens`` after CUDA-graph
+        padding) that samples ``rows`` of them: it reads ``ctx_read`` cached KV tokens, and its
+        attention computes ``row_ctx`` query-row × context products plus ``prefill_pairs`` of
+        chunked prefill; ``graph``: the step runs in a captured CUDA graph; ``first``: the
+        drafter's first forward (EAGLE-3's ``fc``). Inputs are float64 arrays or Python floats
+        (:meth:`StepCostModel.terms` converts them)."""
         hw = self.hw
         gemm = self._gemm(gemm_tokens) + self._head(rows)
         if first:
             gemm = gemm + self._first(gemm_tokens)
         attention = _max(
-            (ctx_read + t) * self._kv_s, (row_ctx + self.group * prefill_pairs) * self._row_s
+            (ctx_read + tokens) * self._kv_s,
+            (row_ctx + self.group * prefill_pairs) * self._row_s,
         )
         sampler = rows * self._sampler_s
-        busy = t > 0  # a forward over no tokens costs nothing (no kernels launched)
-        allreduce = busy * (self._ar_fixed_s + self._ar_token_s * t) if self.tp > 1 else 0.0
+        busy = tokens > 0  # a forward over no tokens costs nothing (no kernels launched)
+        allreduce = (
+            busy * (self._allreduce_fixed_s + self._allreduce_token_s * tokens)
+            if self.tp > 1
+            else 0.0
+        )
         gpu = gemm + attention + sampler + allreduce
         gaps = self.kernels * hw.kernel_gap_s
         eager = _max(gaps, self.kernels * hw.kernel_launch_s - gpu)
         kernels = busy * (eager + graph * (gaps - eager))
-        z = t * 0.0
-        return z + gemm, z + attention, z + sampler, z + allreduce, z + kernels
+        zero = tokens * 0.0  # broadcast every term to the step's shape
+        return ForwardTerms(
+            gemm=zero + gemm,
+            attention=zero + attention,
+            sampler=zero + sampler,
+            allreduce=zero + allreduce,
+            kernels=zero + kernels,
+        )
+
+
+class ForwardTerms(NamedTuple):
+    """Seconds of one forward, by mechanism (floats, or arrays of one element per step)."""
+
+    gemm: Num
+    attention: Num
+    sampler: Num
+    allreduce: Num
+    kernels: Num
 
 
 @dataclass(frozen=True)
@@ -391,14 +433,18 @@ class StepCostModel:
     max_num_batched_tokens: int
     cudagraph_max_tokens: int
     description: str
-    _capture: IntArray = field(init=False, repr=False)
-    _capture_list: list[int] = field(init=False, repr=False)
-    _weights: dict[str, float] = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_capture", capture_sizes(self.cudagraph_max_tokens))
-        object.__setattr__(self, "_capture_list", [int(x) for x in self._capture])
-        object.__setattr__(self, "_weights", self.coefficients.term_weights())
+    @cached_property
+    def _capture(self) -> IntArray:
+        return capture_sizes(self.cudagraph_max_tokens)
+
+    @cached_property
+    def _capture_list(self) -> list[int]:
+        return [int(x) for x in self._capture]
+
+    @cached_property
+    def _weights(self) -> dict[str, float]:
+        return self.coefficients.term_weights()
 
     @classmethod
     def constant(
@@ -406,13 +452,13 @@ class StepCostModel:
     ) -> StepCostModel:
         """Every step costs ``target_s`` plus ``draft_s`` per draft forward, whatever the batch."""
         return cls(
-            None,
-            None,
-            Coefficients(step_overhead_s=target_s, draft_forward_overhead_s=draft_s),
-            False,
-            max_num_batched_tokens,
-            0,
-            "constant",
+            target=None,
+            draft=None,
+            coefficients=Coefficients(step_overhead_s=target_s, draft_forward_overhead_s=draft_s),
+            draft_host_per_step=False,
+            max_num_batched_tokens=max_num_batched_tokens,
+            cudagraph_max_tokens=0,
+            description="constant",
         )
 
     def with_coefficients(self, coefficients: Coefficients) -> StepCostModel:
@@ -448,52 +494,69 @@ class StepCostModel:
         context pairs ``prefill_pairs``)."""
         running = n_decode if n_running is None else n_running
         args = (k, n_decode, ctx_decode, prefill_tokens, prefill_ctx, prefill_pairs, running)
+        values: tuple[Num, ...]
         if not any(isinstance(x, np.ndarray) for x in args):  # one step: Python floats
-            kk, nd, cd, pt, pc, pp, nr = (float(x) for x in args)  # type: ignore[arg-type]
+            values = tuple(float(x) for x in args)  # type: ignore[arg-type]
             zero: Num = 0.0
         else:  # many steps: float64 arrays
-            kk, nd, cd, pt, pc, pp, nr = (np.asarray(x, dtype=np.float64) for x in args)  # type: ignore[assignment]
-            zero = np.zeros(np.broadcast(kk, nd, cd, pt, pc, pp, nr).shape)
-        q = kk + 1.0
-        tokens = nd * q + pt
-        pure = pt == 0
+            values = tuple(np.asarray(x, dtype=np.float64) for x in args)
+            zero = np.zeros(np.broadcast(*values).shape)
+        k_, n_dec, ctx_dec, pre_tok, pre_ctx, pre_pairs, n_run = values
+        queries = k_ + 1.0  # query tokens per decoding sequence: the last token and K drafts
+        tokens = n_dec * queries + pre_tok
+        pure_decode = pre_tok == 0
         # the drafter runs whenever the step schedules tokens (vLLM proposes after every step:
         # for the decoding sequences and for a prompt whose last chunk ran, about one per step)
-        spec = (kk > 0) & (tokens > 0)
-        n_sampled = nd + (pt > 0)
+        spec = (k_ > 0) & (tokens > 0)
+        n_sampled = n_dec + (pre_tok > 0)
         out = dict.fromkeys(TERMS, zero)
         padded, graph = self._pad(tokens)
-        ctx_read = cd + pc
-        prefill_pairs = pp
+        ctx_read = ctx_dec + pre_ctx
         if self.target is not None:
             t = self.target
-            rows_ctx = t.query_rows(q, pure) * cd
-            vals = t.terms(tokens, padded, nd * q, ctx_read, rows_ctx, prefill_pairs, graph, False)
-            out.update(zip(_TARGET_TERMS, vals, strict=True))
+            verify = t.terms(
+                tokens=tokens,
+                gemm_tokens=padded,
+                rows=n_dec * queries,
+                ctx_read=ctx_read,
+                row_ctx=t.query_rows(queries, pure_decode) * ctx_dec,
+                prefill_pairs=pre_pairs,
+                graph=graph,
+                first=False,
+            )
+            out.update(zip(_TARGET_TERMS, verify, strict=True))
         if self.draft is not None and (spec if isinstance(spec, bool) else spec.any()):
             d = self.draft
             # the first forward over every scheduled token, then K − 1 over the decoding sequences
             first = d.terms(
-                tokens,
-                padded,
-                n_sampled,
-                ctx_read,
-                d.query_rows(q, pure) * cd,
-                prefill_pairs,
-                graph,
-                True,
+                tokens=tokens,
+                gemm_tokens=padded,
+                rows=n_sampled,
+                ctx_read=ctx_read,
+                row_ctx=d.query_rows(queries, pure_decode) * ctx_dec,
+                prefill_pairs=pre_pairs,
+                graph=graph,
+                first=True,
             )
-            dpad, dgraph = self._pad(n_sampled)
-            later_ctx = d.query_rows(1.0, True) * cd
-            later = d.terms(n_sampled, dpad, n_sampled, cd, later_ctx, 0.0, dgraph, False)
-            rest = np.maximum(kk - 1.0, 0.0)
+            later_padded, later_graph = self._pad(n_sampled)
+            later = d.terms(
+                tokens=n_sampled,
+                gemm_tokens=later_padded,
+                rows=n_sampled,
+                ctx_read=ctx_dec,
+                row_ctx=d.query_rows(1.0, True) * ctx_dec,
+                prefill_pairs=0.0,
+                graph=later_graph,
+                first=False,
+            )
+            rest = np.maximum(k_ - 1.0, 0.0)
             for name, a, b in zip(_DRAFT_TERMS, first, later, strict=True):
                 out[name] = spec * (a + rest * b)
         out["host_step"] = zero + 1.0
-        out["host_seq"] = zero + nr
+        out["host_seq"] = zero + n_run
         out["host_token"] = zero + tokens
         out["host_spec"] = zero + spec
-        out["host_draft"] = spec * (1.0 if self.draft_host_per_step else kk)
+        out["host_draft"] = spec * (1.0 if self.draft_host_per_step else k_)
         return out
 
     def step_time(
