@@ -63,16 +63,96 @@ RANK = {
 }
 
 
-def _imports(path: Path) -> set[str]:
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = []
+def _exports() -> dict[str, str]:
+    """``alphagate``'s lazy public names → the module that defines each."""
+    import alphagate
+
+    return dict(alphagate._EXPORTS)
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _modules(path: Path) -> set[str]:
+    """Every ``alphagate`` module a file imports, in any form: ``import alphagate.x``, ``from
+    alphagate.x import y``, ``from alphagate import x`` (a submodule, or a lazy public name → the
+    module defining it), relative imports, and ``importlib.import_module("alphagate.x")``."""
+    here = _module_of(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    exports = _exports()
+    out: set[str] = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        out |= {n.split(".")[1] for n in names if n.startswith("alphagate.")}
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            out.add(module)
+            for a in node.names:
+                if module == "alphagate" and a.name in exports:
+                    out.add(exports[a.name])
+                else:
+                    out.add(f"{module}.{a.name}")  # a submodule, where one exists (kept below)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            out.add(node.args[0].value)
+    return {m for m in out if m.startswith("alphagate.") and _exists(m)}
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under ``if TYPE_CHECKING:`` (annotations only: no runtime import)."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _exists(module: str) -> bool:
+    rel = Path(*module.split(".")[1:])
+    return (ROOT / rel).with_suffix(".py").is_file() or (ROOT / rel / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> set[str]:
+    """The layers (top-level packages) a file imports."""
+    return {m.split(".")[1] for m in _modules(path)}
+
+
+def test_every_import_form_is_seen(tmp_path: Path) -> None:
+    """The checker cannot be walked around: each import form below names its layer."""
+    probe = ROOT / "bench" / "_layering_probe.py"
+    forms = {
+        "from alphagate import plan": "plan",
+        "from alphagate import build_plan": "plan",
+        "from ..gate import rules": "gate",
+        "from ..report.page import x": "report",
+        "import alphagate.cli.gate": "cli",
+        "importlib.import_module('alphagate.calibrate.fit')": "calibrate",
+    }
+    try:
+        for code, layer in forms.items():
+            probe.write_text(code + "\n", encoding="utf-8")
+            assert layer in _imports(probe), code
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 def test_imports_point_down_the_layers() -> None:
@@ -87,3 +167,56 @@ def test_imports_point_down_the_layers() -> None:
             if RANK[target] >= RANK[layer]:
                 wrong.append(f"{rel} imports alphagate.{target}")
     assert not wrong, wrong
+
+
+#: File-level import cycles that exist today (each is to be broken, see the README's
+#: architecture section); no other may appear.
+KNOWN_CYCLES: set[frozenset[str]] = {
+    frozenset({"alphagate.bench.runner", "alphagate.bench.workers"}),
+    frozenset({"alphagate.measure.offline", "alphagate.measure.offline_ray"}),
+}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_of(p): _modules(p) - {_module_of(p)} for p in ROOT.rglob("*.py")}
+
+
+def test_no_import_cycle_between_files() -> None:
+    """Tarjan's strongly connected components over module-level imports (deferred imports in
+    function bodies included: a cycle through them is still a knot in the design)."""
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[frozenset[str]] = []
+    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(frozenset(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    new = [sorted(c) for c in cycles if c not in KNOWN_CYCLES]
+    assert not new, f"import cycles between files: {new}"

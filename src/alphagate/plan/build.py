@@ -683,13 +683,6 @@ def build_plan(req: PlanRequest) -> Plan:
     )
 
 
-def per_request_counts(req: PlanRequest) -> bool:
-    """Whether the engine returns per-request spec-decode counts (vLLM ≥ 0.32)."""
-    if req.engine != "vllm":
-        return False
-    return req.engine_version is None or parse_engine_version(req.engine_version) >= (0, 32)
-
-
 def _serve_commands(
     req: PlanRequest, cmd: EngineCommand, spec: dict[str, object], flags: list[str]
 ) -> tuple[list[str], list[str]]:
@@ -700,7 +693,7 @@ def _serve_commands(
         return sglang_launch_argv(cmd, base_port, None), sglang_launch_argv(cmd, cand_port, flags)
     return (
         vllm_serve_argv(cmd, base_port, None),
-        vllm_serve_argv(cmd, cand_port, spec, per_request_metrics=per_request_counts(req)),
+        vllm_serve_argv(cmd, cand_port, spec, per_request_metrics=req.per_request_counts),
     )
 
 

@@ -171,6 +171,14 @@ class PlanRequest(Frozen):
         return self.peak_concurrency or self.concurrency
 
     @property
+    def per_request_counts(self) -> bool:
+        """Whether the engine returns per-request spec-decode counts (vLLM ≥ 0.32:
+        ``--per-request-spec-decode-metrics``)."""
+        if self.engine != "vllm":
+            return False
+        return self.engine_version is None or parse_engine_version(self.engine_version) >= (0, 32)
+
+    @property
     def staging_url(self) -> str:
         """The candidate (speculative) server: given, or the baseline's host on the next port."""
         if self.candidate_url is not None:

@@ -103,15 +103,9 @@ def _bench_class(req: PlanRequest, p: Plan, name: str) -> str:
     )  # fmt: skip
 
 
-def _per_request(req: PlanRequest) -> bool:
-    from alphagate.plan.build import per_request_counts
-
-    return per_request_counts(req)
-
-
 def _measure_cmds(req: PlanRequest, p: Plan) -> tuple[list[str], list[str]]:
     """The acceptance measurement (commands) and the files the re-plan reads."""
-    if _per_request(req) or len(p.classes) == 1:
+    if req.per_request_counts or len(p.classes) == 1:
         return [_sh(["alphagate", "measure", "bench", f"{AB}/summary.json", "--out", ALPHA])], [
             ALPHA
         ]
@@ -325,7 +319,7 @@ def _enable_stage(req: PlanRequest, p: Plan) -> Stage:
     counts = (
         " --per-request-spec-decode-metrics summary makes every reply carry its own "
         "acceptance counts, which bench records per class."
-        if _per_request(req)
+        if req.per_request_counts
         else ""
     )
     return Stage(
@@ -347,7 +341,7 @@ def _measure_stage(req: PlanRequest, p: Plan) -> Stage:
     stem = f"{req.out_stem}-measured.md"
     how = (
         "the server's per-request counts, per class"
-        if _per_request(req) or len(p.classes) == 1
+        if req.per_request_counts or len(p.classes) == 1
         else "one run per class against the candidate (this engine returns no per-request "
         "counts: its counters measure the class a run sends)"
     )
@@ -369,7 +363,7 @@ def _measure_stage(req: PlanRequest, p: Plan) -> Stage:
 
 def _gate_cmd(req: PlanRequest, p: Plan) -> list[str]:
     argv = ["alphagate", "gate", "--plan", req.plan_file, "--bench", f"{AB}/summary.json"]
-    if not (_per_request(req) or len(p.classes) == 1):
+    if not (req.per_request_counts or len(p.classes) == 1):
         for c in p.classes:
             argv += ["--bench", f"{_class_out(c.name)}/summary.json"]
     return argv
@@ -496,7 +490,7 @@ def _staging(req: PlanRequest, p: Plan) -> list[str]:
     if req.engine == "sglang":
         return sglang_launch_argv(cmd, port, p.sglang_flags)
     return vllm_serve_argv(
-        cmd, port, dict(p.speculative_config_static), per_request_metrics=_per_request(req)
+        cmd, port, dict(p.speculative_config_static), per_request_metrics=req.per_request_counts
     )
 
 
