@@ -15,6 +15,7 @@ import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
 from alphagate.core.errors import ConfigError
+from alphagate.core.fmt import num
 from alphagate.core.records import Frozen
 
 __all__ = [
@@ -84,7 +85,7 @@ class TrafficClass(Frozen):
         """α as printed: one value, or the per-position vector."""
         if self.alpha_by_pos is not None:
             return ",".join(f"{a:.2f}" for a in self.alpha_by_pos)
-        return "—" if self.alpha is None else f"{self.alpha:.2f}"
+        return num(self.alpha)
 
 
 def _number(text: str, what: str, spec: str) -> float:

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from alphagate import theory
+from alphagate.core.fmt import num
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.engine_config import (
     EngineCommand,
@@ -321,7 +322,7 @@ def _reason(
 
 
 def _a(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}"
+    return num(x)
 
 
 def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow]) -> Gate | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from alphagate.core.fmt import num
+
 __all__ = ["LOSS", "fmt_alpha", "fmt_bytes", "fmt_count", "fmt_ms", "fmt_x", "fmt_x_marked"]
 
 #: Marks a net loss in text, so that pipes and NO_COLOR terminals see it too.
@@ -10,12 +12,12 @@ LOSS = "✗"
 
 def fmt_alpha(x: float | None, digits: int = 3) -> str:
     """An acceptance figure, or an em dash when undefined/unreachable."""
-    return "—" if x is None else f"{x:.{digits}f}"
+    return num(x, f".{digits}f")
 
 
 def fmt_x(x: float | None, digits: int = 2) -> str:
     """A ratio with a trailing ×."""
-    return "—" if x is None else f"{x:.{digits}f}×"
+    return num(x, f".{digits}f", "×")
 
 
 def fmt_x_marked(x: float | None, digits: int = 2) -> str:
@@ -27,7 +29,7 @@ def fmt_x_marked(x: float | None, digits: int = 2) -> str:
 
 
 def fmt_ms(x: float | None, digits: int = 1) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return num(x, f".{digits}f")
 
 
 def fmt_bytes(n: float) -> str:

@@ -11,6 +11,7 @@ from rich.text import Text
 from alphagate.bench.records import BenchResult, Comparison, LevelSummary, Stats
 from alphagate.bench.slo import Goodput
 from alphagate.bench.sweep import SweepSummary
+from alphagate.core.fmt import num
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.report._fmt import LOSS, fmt_ms, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
@@ -31,8 +32,8 @@ def _acceptance(lv: LevelSummary, cls: str | None = None) -> str:
         a = lv.acceptance
     if a is None or a.draft_acceptance_rate is None:
         return "—"
-    alpha = "—" if a.alpha_iid is None else f"{a.alpha_iid:.3f}"
-    tau = "—" if a.mean_acceptance_length is None else f"{a.mean_acceptance_length:.3f}"
+    alpha = num(a.alpha_iid, ".3f")
+    tau = num(a.mean_acceptance_length, ".3f")
     return f"{a.draft_acceptance_rate:.3f} / {tau} / {alpha}"
 
 
@@ -58,7 +59,7 @@ def _value(s: Stats, key: str) -> str:
         "tok99": fmt_ms(s.itl_per_token_ms.p99),
         "chunk50": fmt_ms(s.itl_per_chunk_ms.p50),
         "chunk99": fmt_ms(s.itl_per_chunk_ms.p99),
-        "tpc": "—" if s.mean_tokens_per_chunk is None else f"{s.mean_tokens_per_chunk:.2f}",
+        "tpc": num(s.mean_tokens_per_chunk),
     }[key]
 
 
@@ -265,7 +266,7 @@ def _knee_table(sw: SweepSummary) -> Table:
     )
     for k in sw.knees:
         knee = "none" if k.knee is None else (f"≥ {k.knee:g}" if k.capped else f"{k.knee:g}")
-        first = "—" if k.first_failing is None else f"{k.first_failing:g}"
+        first = num(k.first_failing, "g")
         runs = " ".join(f"{x:g}{'' if ok else LOSS}" for x, ok in zip(k.loads, k.met, strict=True))
         t.add_row(k.target, knee, first, runs)
     if sw.knee_ratio is not None:

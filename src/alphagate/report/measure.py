@@ -7,6 +7,7 @@ from datetime import datetime
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from alphagate.core.fmt import num
 from alphagate.gate.evaluate import GateResult
 from alphagate.measure.estimate import AcceptanceEstimate, Interval
 from alphagate.measure.results import MeasureResult
@@ -21,7 +22,7 @@ def _ci(iv: Interval | None, digits: int = 3) -> str:
 
 
 def _v(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return num(x, f".{digits}f")
 
 
 def _estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
@@ -133,7 +134,7 @@ def render_gate(g: GateResult) -> RenderableType:
             Text(r.rule.describe()),  # "[chat]" is a class name, not markup
             _v(r.value),
             _ci(r.interval),
-            "—" if r.margin is None else f"{r.margin:+.3f}",
+            num(r.margin, "+.3f"),
             res,
         )
     lines = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from alphagate.core.fmt import num
 from alphagate.measure.offline_results import OfflineClass, OfflineDetails
 from alphagate.measure.results import MeasureResult
 from alphagate.report._tables import add_columns, new_table
@@ -45,7 +46,7 @@ def _used(d: OfflineDetails) -> RenderableType:
     t.add_row("prompt / output tokens", f"{d.prompt_tokens:,} / {d.output_tokens:,}")
     if d.semantics == "greedy":
         agree = d.trajectory_agreement
-        t.add_row("log = target's greedy choice", "—" if agree is None else f"{agree:.2%}")
+        t.add_row("log = target's greedy choice", num(agree, ".2%"))
     t.add_row("truncated / re-tokenized", f"{d.truncated:,} / {d.retokenized:,}")
     for s in d.skipped:
         where = ", ".join(x for x in s.first if x != "(left out)")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from alphagate.bench.records import BenchResult
+from alphagate.core.fmt import num
 from alphagate.gate.evaluate import GateResult
 from alphagate.plan.records import Plan
 from alphagate.report import charts, reproduce
@@ -149,7 +150,7 @@ def _x(v: float | None, digits: int = 2) -> Cell:
 
 
 def _n(v: float | None, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+    return num(v, f".{digits}f")
 
 
 def _ci(low: float | None, high: float | None, digits: int = 3) -> str:

@@ -9,6 +9,7 @@ import jinja2
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from alphagate.core.fmt import num
 from alphagate.plan.records import Plan
 from alphagate.report._fmt import LOSS, fmt_bytes, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
@@ -18,11 +19,11 @@ __all__ = ["render_plan_console", "render_plan_markdown"]
 
 
 def _a2(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}"
+    return num(x)
 
 
 def _f1(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f}"
+    return num(x, ".1f")
 
 
 def _cross(x: float | None, search_max: int) -> str:
