@@ -51,6 +51,16 @@ __all__ = ["FIXED_RULE", "GATE_MARGIN", "build_plan"]
 GATE_MARGIN = 0.05  # safety margin added to the computed break-even α
 FIXED_RULE = 0.55  # the common fixed gate "α ≥ 0.55", which vLLM users state in ρ
 DYNAMIC_K_SINCE = (0, 32)  # first vLLM release with num_speculative_tokens_per_batch_size
+#: The TPOT speedup a gate asks for is the predicted one divided by this (a margin for the
+#: step-time model's error at the target), and never more than :data:`TPOT_GATE_CAP`: a gate
+#: that asks for the whole predicted gain fails on run-to-run noise.
+TPOT_GATE_SLACK = 1.1
+TPOT_GATE_CAP = 1.05
+#: The shipped K "agrees" with the simulator's best when it reaches this share of its speedup.
+K_AGREEMENT = 0.98
+#: Share of the plan's levels where the shipped K agrees: high at or above the first, medium at
+#: or above the second, low below.
+CONFIDENCE_HIGH, CONFIDENCE_MEDIUM = 0.8, 0.5
 
 
 @dataclass(frozen=True)
@@ -112,15 +122,15 @@ def _window(policy: _Policy, req: PlanRequest) -> list[int]:
 
 def _cut_losses(
     pred: Predictor, blend: tuple[TrafficClass, ...], levels: list[int], k_at: dict[int, int]
-) -> int | None:
-    """Turn speculation off from the first level where the simulator finds its K losing."""
-    for c in levels:
-        if k_at[c] > 0 and pred.sim_speedup(c, blend, k_at[c]) < 1.0:
-            for c2 in levels:
-                if c2 >= c:
-                    k_at[c2] = 0
-            return c
-    return None
+) -> tuple[dict[int, int], int | None]:
+    """K per level with speculation off from the first level where the simulator finds its K
+    losing, and that level (None: no K loses)."""
+    cut = next(
+        (c for c in levels if k_at[c] > 0 and pred.sim_speedup(c, blend, k_at[c]) < 1.0), None
+    )
+    if cut is None:
+        return dict(k_at), None
+    return {c: 0 if c >= cut else k for c, k in k_at.items()}, cut
 
 
 def _policy(pred: Predictor, req: PlanRequest, blend: tuple[TrafficClass, ...]) -> _Policy:
@@ -130,8 +140,9 @@ def _policy(pred: Predictor, req: PlanRequest, blend: tuple[TrafficClass, ...]) 
     fixed_k = req.k or pred.paying_k_sim(req.concurrency, blend) or pred.paying_k_sim(1, blend) or 1
     if dynamic:
         schedule = pred.model_schedule(blend)
-        k_at = {c: schedule[int(pred.batch(c)) - 1] for c in levels}
-        cut = _cut_losses(pred, blend, levels, k_at)
+        k_at, cut = _cut_losses(
+            pred, blend, levels, {c: schedule[int(pred.batch(c)) - 1] for c in levels}
+        )
         if cut is not None:
             b_cut = int(pred.batch(cut))
             schedule = schedule[: b_cut - 1] + [0] * (len(schedule) - b_cut + 1)
@@ -139,8 +150,12 @@ def _policy(pred: Predictor, req: PlanRequest, blend: tuple[TrafficClass, ...]) 
     # one fixed K, with speculation off above the concurrency where it stops paying
     cross = pred.crossover(blend, fixed_k)
     disable = None if cross is None else max(1, int(cross))
-    k_at = {c: 0 if disable is not None and c > disable else fixed_k for c in levels}
-    cut = _cut_losses(pred, blend, levels, k_at)
+    k_at, cut = _cut_losses(
+        pred,
+        blend,
+        levels,
+        {c: 0 if disable is not None and c > disable else fixed_k for c in levels},
+    )
     if cut is not None and (disable is None or disable >= cut):
         below = [c for c in levels if c < cut]
         disable = below[-1] if below else None
@@ -349,7 +364,7 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
         ),
         fixed_rule_alpha=FIXED_RULE,
         fixed_rule_draft_acceptance_rate=float(theory.draft_acceptance_rate(FIXED_RULE, k)),
-        min_tpot_speedup=min(1.05, (target.tpot_speedup or 1.0) / 1.1),
+        min_tpot_speedup=min(TPOT_GATE_CAP, (target.tpot_speedup or 1.0) / TPOT_GATE_SLACK),
         min_itl_per_token_p99_speedup=1.0 / (req.p99_budget or P99_NOISE),
         p99_budget=req.p99_budget or P99_NOISE,
         p99_budget_source=(
@@ -443,10 +458,14 @@ def _schedule_confidence(policy: _Policy, rows: list[LoadRow]) -> tuple[str, flo
             agree += int(r.best_k_sim_speedup < MIN_GAIN)
         else:
             agree += int(
-                r.throughput_speedup >= 1.0 and r.throughput_speedup >= 0.98 * r.best_k_sim_speedup
+                r.throughput_speedup >= 1.0
+                and r.throughput_speedup >= K_AGREEMENT * r.best_k_sim_speedup
             )
     share = agree / len(rows)
-    return ("high" if share >= 0.8 else "medium" if share >= 0.5 else "low"), share
+    level = (
+        "high" if share >= CONFIDENCE_HIGH else "medium" if share >= CONFIDENCE_MEDIUM else "low"
+    )
+    return level, share
 
 
 def _policy_text(policy: _Policy, req: PlanRequest, verdict: Verdict) -> str:
