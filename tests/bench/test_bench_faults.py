@@ -156,3 +156,32 @@ def test_counter_reset_mid_run(tmp_path: Path) -> None:
 
     with twin(cfg) as (url, engine):
         asyncio.run(go(url, engine))
+
+
+def test_a_request_that_cannot_be_sent_is_a_record_not_a_crash() -> None:
+    """A header HTTP cannot carry (the CLI refuses it first) or a prompt that is no text (a lone
+    surrogate; the dataset loader refuses it first) makes a client_error record, never a raise
+    out of the run."""
+
+    async def go() -> list[RequestRecord]:
+        bad_header = BenchConfig(
+            targets=(("default", "http://127.0.0.1:9"),),
+            levels=(Level(label="c1", concurrency=1),),
+            headers={"X-A": "b\nc"},
+            scrape_metrics=False,
+            model="m",
+        )
+        a = BenchRunner(bad_header, [Prompt("a", None, None, 2)])
+        b = BenchRunner(
+            bad_header.model_copy(update={"headers": {}}), [Prompt("a\udcffb", None, None, 2)]
+        )
+        out = [await a.one("default", "http://127.0.0.1:9", "c1", 0, a.prompts[0])]
+        out.append(await b.one("default", "http://127.0.0.1:9", "c1", 0, b.prompts[0]))
+        await a.aclose()
+        await b.aclose()
+        return out
+
+    header, text = asyncio.run(go())
+    assert header.error_type == "client_error" and "'X-A'" in (header.error_message or "")
+    assert "b\nc" not in (header.error_message or "")  # the value is never shown
+    assert text.error_type == "client_error" and "JSON" in (text.error_message or "")

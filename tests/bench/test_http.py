@@ -385,3 +385,40 @@ def test_https_verifies_the_certificate_and_streams_when_it_is_trusted(
             await trusted.aclose()
 
     asyncio.run(go())
+
+
+def test_redirects_and_json_bodies_are_kept_whole_with_their_headers() -> None:
+    """A 307 comes back with its Location, a 200 whose Content-Type is JSON with its whole body
+    — neither fed to the sink, which reads streams only; an event stream still is."""
+    replies = [
+        b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://elsewhere/v1\r\n"
+        b"Content-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
+        b'Content-Length: 13\r\n\r\n{"choices":1}',
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Content-Length: 14\r\n\r\ndata: [DONE]\n\n",
+    ]
+
+    async def handler(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, stats: dict[str, Any]
+    ) -> None:
+        for reply in replies:
+            await read_request(r, stats)
+            w.write(reply)
+            await w.drain()
+
+    async def go() -> None:
+        async with raw_server(handler) as (url, _):
+            client = StreamClient()
+            got: list[bytes] = []
+            ep = client.endpoint(url, {})
+            moved = await client.request(ep, b"{}", collect(got))
+            assert moved.status == 307 and moved.location == "http://elsewhere/v1" and got == []
+            whole = await client.request(ep, b"{}", collect(got))
+            assert whole.whole_json and whole.body == b'{"choices":1}' and got == []
+            stream = await client.request(ep, b"{}", collect(got))
+            assert not stream.whole_json and stream.content_type == "text/event-stream"
+            assert got == [b"data: [DONE]\n\n"]
+            await client.aclose()
+
+    asyncio.run(go())

@@ -163,3 +163,41 @@ def test_payloads_equal_the_general_parser(pieces: list[bytes], cuts: list[int])
     edges = [0, *sorted(c for c in cuts if c <= len(stream)), len(stream)]
     parts = [stream[a:b] for a, b in itertools.pairwise(edges)]
     assert _payloads_all(parts) == [ev.data for ev in _feed_all([stream])]
+
+
+def test_an_event_without_data_is_not_dispatched() -> None:
+    """WHATWG: "If the data buffer is an empty string, set the data buffer and the event type
+    buffer to the empty string and return" — ``event: ping`` alone is no event, and its type
+    does not leak into the next one."""
+    stream = b"event: ping\n\nid: 3\n\ndata: a\n\nevent: ping\r\n\r\ndata: b\n\n"
+    want = [SSEEvent("a", id="3"), SSEEvent("b", id="3")]
+    for i in range(len(stream) + 1):
+        assert _feed_all([stream[:i], stream[i:]]) == want, i
+        assert _payloads_all([stream[:i], stream[i:]]) == ["a", "b"], i
+    assert SSEParser().payloads(b"event: ping\n\n") == []
+
+
+def test_an_event_past_the_size_limit_raises_before_it_is_buffered_whole() -> None:
+    """A line without end (or one of 64 MiB) raises EventTooLong once the pending bytes pass
+    MAX_EVENT_BYTES, on both paths, however the bytes are split; an event just under it is
+    dispatched."""
+    import pytest
+
+    from alphagate.bench.sse import MAX_EVENT_BYTES, EventTooLong
+
+    piece = b"x" * 65_536
+    for head in (b"data: ", b"data: \r\n"):  # the bytes path, and the general one (a \r)
+        p = SSEParser()
+        p.payloads(head)
+        fed = len(head)
+        with pytest.raises(EventTooLong, match="4 MiB"):
+            while fed <= MAX_EVENT_BYTES + len(piece):
+                fed += len(piece)
+                p.payloads(piece)
+        assert fed > MAX_EVENT_BYTES  # it took the whole limit, not less
+    with pytest.raises(EventTooLong):
+        SSEParser().payloads(b"data: " + b"y" * (MAX_EVENT_BYTES + 1) + b"\n\n")
+    with pytest.raises(EventTooLong):
+        SSEParser().feed(b"data: " + b"y" * (MAX_EVENT_BYTES + 1))
+    just = b"data: " + b"z" * (MAX_EVENT_BYTES - 16) + b"\n\n"
+    assert len(SSEParser().payloads(just)[0]) == MAX_EVENT_BYTES - 16

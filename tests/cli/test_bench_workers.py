@@ -112,8 +112,14 @@ SLOW = TwinConfig(
 )
 
 
-@pytest.mark.parametrize("group", [False, True], ids=["coordinator", "process-group"])
-def test_sigterm_stops_every_worker_and_keeps_the_records(tmp_path: Path, group: bool) -> None:
+@pytest.mark.parametrize(
+    ("group", "sig"),
+    [(False, signal.SIGTERM), (True, signal.SIGTERM), (True, signal.SIGHUP)],
+    ids=["coordinator", "process-group", "hangup"],  # hangup: the terminal closed
+)
+def test_sigterm_stops_every_worker_and_keeps_the_records(
+    tmp_path: Path, group: bool, sig: signal.Signals
+) -> None:
     out = tmp_path / "o"
     with twin(SLOW) as (url, _):
         proc = subprocess.Popen(
@@ -133,9 +139,9 @@ def test_sigterm_stops_every_worker_and_keeps_the_records(tmp_path: Path, group:
                 break
             time.sleep(0.05)
         if group:  # as `timeout` or a container runtime does: every process gets it
-            os.killpg(proc.pid, signal.SIGTERM)
+            os.killpg(proc.pid, sig)
         else:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr

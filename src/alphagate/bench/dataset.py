@@ -82,13 +82,25 @@ class Prompt:
         return "\n".join(str(m.get("content", "")) for m in self.messages or [])
 
 
+#: the largest token count a request may ask for (or a prompt hold), as ``--random-input-len``
+MAX_TOKENS = 1_048_576
+#: the most words the synthetic prompts of one run may hold in all (built in memory at once:
+#: 2**24 words are ~128 MB while they are drawn)
+MAX_SYNTHETIC_WORDS = 2**24
+
+
 def _synthetic(spec: str, n: int, rng: np.random.Generator) -> list[Prompt]:
     m = re.fullmatch(r"synthetic:in=(\d+),out=(\d+)", spec.strip())
     if not m:
         raise DatasetError(f"{spec!r}: expected synthetic:in=N,out=M")
     n_in, n_out = int(m.group(1)), int(m.group(2))
-    if n_in < 1 or n_out < 1:
-        raise DatasetError(f"{spec!r}: in and out must be >= 1")
+    if not (1 <= n_in <= MAX_TOKENS and 1 <= n_out <= MAX_TOKENS):
+        raise DatasetError(f"{spec!r}: in and out must be whole numbers in 1..{MAX_TOKENS:,}")
+    if n * n_in > MAX_SYNTHETIC_WORDS:
+        raise DatasetError(
+            f"{spec!r}: {n:,} prompts of {n_in:,} words are {n * n_in:,} words, above the "
+            f"{MAX_SYNTHETIC_WORDS:,} this client builds in memory; lower -n or in"
+        )
     return [Prompt(t, None, None, n_out, ignore_eos=True) for t in synthetic_texts(n, n_in, rng)]
 
 
@@ -118,6 +130,7 @@ def jsonl_entries(
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise DatasetError(f"{where}: expected a JSON object")
+            _check_text(obj, where)
             out.append(parse(obj, where))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: not valid JSON ({exc.msg})")
@@ -126,6 +139,18 @@ def jsonl_entries(
         if strict and problems:
             raise DatasetError(problems[0])
     return out
+
+
+def _check_text(obj: object, where: str) -> None:
+    """JSON may escape half of a UTF-16 pair (``"\\udcff"``), which is no text: no request
+    could carry it (UTF-8 has no encoding for it)."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DatasetError(
+            f"{where}: a string holds a lone UTF-16 surrogate (an escape like \\udcff without "
+            "its pair), which is not text"
+        ) from None
 
 
 def _jsonl(path: Path, strict: bool, problems: list[str], class_field: str) -> list[Prompt]:
@@ -137,8 +162,10 @@ def _jsonl(path: Path, strict: bool, problems: list[str], class_field: str) -> l
 def token_count(obj: dict[str, Any], key: str, where: str) -> int | None:
     """``obj[key]`` as a token count in 1..1,048,576, or None when absent."""
     n = obj.get(key)
-    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 1_048_576):
-        raise DatasetError(f"{where}: {key!r} must be an integer in 1..1,048,576")
+    if n is not None and (
+        not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_TOKENS
+    ):
+        raise DatasetError(f"{where}: {key!r} must be an integer in 1..{MAX_TOKENS:,}")
     return n
 
 
@@ -198,6 +225,11 @@ def _sharegpt(path: Path, problems: list[str]) -> list[Prompt]:
         )
         if not isinstance(human, str) or not isinstance(reply, str):
             problems.append(f"{path}: entry {i} lacks a human prompt or a reply; skipped")
+            continue
+        try:
+            _check_text(human, f"{path}: entry {i}")
+        except DatasetError as exc:
+            problems.append(f"{exc}; skipped")
             continue
         out.append(
             Prompt(None, [{"role": "user", "content": human}], None, max(1, len(reply.split())))

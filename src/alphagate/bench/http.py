@@ -12,11 +12,16 @@ stream is done.
 What it does, and only that: ``POST`` (streamed) and ``GET`` (``/v1/models``, ``/metrics``) to
 ``http://`` or ``https://`` (the default TLS context, as aiohttp does), keep-alive connections
 pooled per host and reused, chunked, length-delimited and close-delimited bodies; no proxies,
-redirects or compression (the bench asks for none). A pooled connection idle for :data:`IDLE_S`
+redirects or compression (the bench asks for none). A redirect (3xx) comes back with its
+``Location`` and body instead of being fed to the sink, as does a 2xx reply whose
+``Content-Type`` is JSON (a server that answered the streamed request with one whole body):
+the caller says what each is. A pooled connection idle for :data:`IDLE_S`
 is dropped rather than reused (uvicorn, which vLLM and SGLang serve with, closes idle keep-alive
 connections after 5 s), and a reused connection that closes before a single byte of the reply is
 retried once on a new one: the server closed it while idle and never saw the request (RFC 9112
-§9.3.1).
+§9.3.1). The body of an error reply (status ≥ 400) comes back with every secret the request
+carried — its header values, a key in its URL — redacted (:mod:`alphagate.core.secrets`): a
+server that echoes the key it refused must not get it written into the records.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ import asyncio
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
+
+from alphagate.core.secrets import Secrets, redact
 
 __all__ = [
     "ConnectError",
@@ -68,17 +75,32 @@ class Endpoint:
     key: tuple[str, str, int]  # (scheme, host, port): the pool
     head: bytes  # request line and headers
     method: str = "POST"
+    #: what the request carries that a reply must not echo (header values, URL keys)
+    secrets: Secrets = field(default_factory=Secrets, repr=False)
 
 
 @dataclass(frozen=True)
 class Reply:
     """How an exchange ended: ``stopped`` when the sink asked to stop (the caller has what it
     wanted); otherwise the reply ended on its own. ``body``: the whole body when there was no
-    sink, or the status was ≥ 400 (cut at :data:`BODY_MAX`); else empty."""
+    sink, the status was ≥ 300, or a 2xx body was JSON (cut at :data:`BODY_MAX`); else empty.
+    ``content_type`` and ``location``: those headers, as sent (empty when absent)."""
 
     status: int
     stopped: bool
     body: bytes = b""
+    content_type: str = ""
+    location: str = ""
+
+    @property
+    def whole_json(self) -> bool:
+        """A 2xx reply with a JSON body (kept whole, not streamed)."""
+        return 200 <= self.status < 300 and _is_json(self.content_type)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 class _Conn(asyncio.Protocol):
@@ -106,12 +128,23 @@ class _Conn(asyncio.Protocol):
         self.collect = sink is None  # keep the body (no sink, or an error status)
         self.body = bytearray()
         self.now = 0.0
+        self.content_type = b""
+        self.location = b""
 
     # -- the exchange
     def send(self, data: bytes, waiter: asyncio.Future[Reply], sink: Sink | None) -> None:
         self._reset(waiter, sink)
         assert self.transport is not None
         self.transport.write(data)
+
+    def _reply(self, stopped: bool) -> Reply:
+        return Reply(
+            self.status,
+            stopped,
+            b"" if stopped else bytes(self.body),
+            self.content_type.decode("latin-1"),
+            self.location.decode("latin-1"),
+        )
 
     def _finish(self, reply: Reply | BaseException) -> None:
         w, self.waiter, self.sink = self.waiter, None, None
@@ -143,7 +176,7 @@ class _Conn(asyncio.Protocol):
         self.client._forget(self)
         if self.waiter is not None:
             if self.headers_done and not self.delimited:
-                self._finish(Reply(self.status, False, bytes(self.body)))  # ended by close
+                self._finish(self._reply(False))  # ended by close
             elif not self.got_bytes and self.exchanges:
                 self._finish(_Stale())
             else:
@@ -157,26 +190,36 @@ class _Conn(asyncio.Protocol):
         n = name.lower()
         if n == b"content-length" or (n == b"transfer-encoding" and b"chunked" in value.lower()):
             self.delimited = True
+        elif n == b"content-type":
+            self.content_type = value[:200]
+        elif n == b"location":
+            self.location = value[:2000]
 
     def on_headers_complete(self) -> None:
         self.headers_done = True
         self.status = self.parser.get_status_code()
-        if self.status >= 400 and self.sink is not None:
-            self.sink, self.collect = None, True  # an error's body is the message, kept whole
+        if self.sink is not None and (
+            self.status >= 300
+            or (self.status >= 200 and _is_json(self.content_type.decode("latin-1")))
+        ):
+            # an error's body is the message, a redirect's says where, a JSON body is one
+            # whole answer: each kept whole, none of them a stream
+            self.sink, self.collect = None, True
 
     def on_body(self, body: bytes) -> None:
         sink = self.sink
         if sink is not None:
             if sink(body, self.now):
-                self._finish(Reply(self.status, True))
+                self._finish(self._reply(True))
         elif self.collect and len(self.body) < BODY_MAX:
             self.body += body[: BODY_MAX - len(self.body)]
 
     def on_message_complete(self) -> None:
         if self.status < 200:  # 1xx: an interim reply; the parser goes on to the real one
             self.headers_done = False
+            self.content_type = self.location = b""
             return
-        self._finish(Reply(self.status, False, bytes(self.body)))
+        self._finish(self._reply(False))
         self.exchanges += 1
         if self.parser.should_keep_alive() and not self.closed:
             self.client._release(self)
@@ -212,7 +255,7 @@ class StreamClient:
         """Prepare ``METHOD url`` with ``headers``; a bad URL or header raises ValueError."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {redact(url)!r}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         default = (parts.scheme == "https" and port == 443) or (
             parts.scheme == "http" and port == 80
@@ -233,7 +276,8 @@ class StreamClient:
             head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
         except UnicodeEncodeError as exc:
             raise ValueError(f"a header is not Latin-1 text: {exc}") from None
-        return Endpoint((parts.scheme, parts.hostname, port), head, method)
+        secrets = Secrets.of(urls=(url,), headers=headers)
+        return Endpoint((parts.scheme, parts.hostname, port), head, method, secrets)
 
     async def request(self, ep: Endpoint, body: bytes = b"", sink: Sink | None = None) -> Reply:
         """Send ``body`` and feed the reply's body to ``sink`` as it arrives (without a sink,
@@ -256,6 +300,8 @@ class StreamClient:
             except BaseException:  # cancelled (Ctrl-C, the stall watchdog): the exchange is lost
                 conn.close()
                 raise
+            if reply.status >= 400 and reply.body:
+                return replace(reply, body=ep.secrets.redact_bytes(reply.body))
             return reply
         raise StreamTruncated("the server closed two connections before replying")
 

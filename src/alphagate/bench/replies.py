@@ -134,6 +134,8 @@ class ReplyStream:
         self.prompt_tokens: int | None = None
         self.output_tokens: int | None = None
         self.done = False
+        #: JSON chunks received (a stream that is only ``[DONE]`` has none: nothing streamed)
+        self.events = 0
         self.last_s: float | None = None
         #: the server's per-request spec-decode counts (vLLM ``metrics.speculative_decoding``,
         #: SGLang ``meta_info``), as sent
@@ -166,6 +168,7 @@ class ReplyStream:
                 return ("malformed_sse", f"not a JSON object: {data[:80]!r}")
             if "error" in obj:
                 return ("server_error", error_message(data))
+        self.events += 1
         if "metrics" in obj or "meta_info" in obj:
             self._take_spec(obj)
         fast = _common_chunk(obj)

@@ -43,11 +43,14 @@ def run_bench(
     on_record: Callable[[RequestRecord], None] | None = None,
     dataset_problems: list[str] | None = None,
     workers: int = 1,
+    metrics_problems: list[str] | None = None,
 ) -> BenchResult:
     """Run every level against every target; Ctrl-C keeps every completed record.
 
     ``workers`` > 1 sends the load from that many processes (:mod:`alphagate.bench.workers`);
     this process coordinates them, and its ``sink`` and ``on_record`` see every record.
+    ``metrics_problems`` gets one line per level whose ``/metrics`` counters no decoder could
+    produce (accepted above drafted, …): that level's acceptance is left out of the result.
     """
     state: dict[str, BenchRunner] = {}
     t0, t0_wall = time.perf_counter(), time.time()
@@ -84,6 +87,8 @@ def run_bench(
     levels = [] if runner is None else list(runner.levels)
     if interrupted and runner is not None:
         levels += runner.unfinished_levels()
+    if runner is not None and metrics_problems is not None:
+        metrics_problems.extend(runner.metrics_problems)
     stop = runner.stop_reason if runner is not None else None
     knees = runner.knees if runner is not None else None
     return BenchResult(

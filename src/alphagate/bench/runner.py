@@ -2,7 +2,9 @@
 a replayed trace), or the knee search of a sweep (:mod:`alphagate.bench.sweep`), streamed.
 
 Server faults are data: HTTP errors, refused connections, streams that end without ``[DONE]``,
-stalls past the timeout and malformed SSE each become a typed failure record; the run goes on.
+stalls past the timeout, requests past their total deadline (a server that trickles bytes never
+stalls), redirects, whole JSON bodies and empty streams where a stream was asked for, and
+malformed SSE each become a typed failure record; the run goes on.
 Each finished request is handed to ``sink`` at once (the CLI appends it to ``requests.jsonl``), so
 an interrupted run loses nothing that completed. Every request goes through
 :class:`~alphagate.bench.http.StreamClient` (its docstring says why not aiohttp); time is
@@ -26,6 +28,7 @@ from alphagate.bench.http import (
     ConnectError,
     Endpoint,
     ProtocolError,
+    Reply,
     StreamClient,
     StreamTruncated,
 )
@@ -39,7 +42,7 @@ from alphagate.bench.records import (
 )
 from alphagate.bench.replies import ReplyStream, error_message
 from alphagate.bench.slo import SLO
-from alphagate.bench.sse import SSEParser
+from alphagate.bench.sse import EventTooLong, SSEParser
 from alphagate.bench.sweep import KneeSweep, Sweep
 from alphagate.bench.validity import LoopLag, RunValidity, run_validity, twin_lag
 from alphagate.core.records import Frozen
@@ -84,7 +87,14 @@ class BenchConfig(Frozen):
     burstiness: float = Field(default=1.0, gt=0)
     warmup: int = Field(default=0, ge=0)
     seed: int = 0
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, description="seconds without data: a stall")
+    request_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="the most seconds one request may take in all; None: timeout_s + "
+        "SECONDS_PER_TOKEN × its max_tokens (DEFAULT_MAX_TOKENS when it has none)",
+    )
     metrics_urls: tuple[str, ...] | None = None  # None: <target>/metrics
     scrape_metrics: bool = True
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -127,6 +137,19 @@ class BenchConfig(Frozen):
 
     #: requests a level must have finished before the error rate can stop it
     MIN_REQUESTS_FOR_RATE: ClassVar[int] = 20
+    #: the default deadline's allowance per token asked for: a server slower than one token a
+    #: second on average, after its first byte came within ``timeout_s``, is not serving
+    SECONDS_PER_TOKEN: ClassVar[float] = 1.0
+    #: the tokens a request without ``max_tokens`` is taken to ask for (the server decides)
+    DEFAULT_MAX_TOKENS: ClassVar[int] = 4096
+
+    def request_deadline_s(self, max_tokens: int | None) -> float:
+        """The total time one request may take: ``request_timeout_s``, else ``timeout_s`` +
+        ``SECONDS_PER_TOKEN`` × its ``max_tokens``."""
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        tokens = self.DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+        return self.timeout_s + self.SECONDS_PER_TOKEN * tokens
 
     @model_validator(mode="after")
     def _load(self) -> BenchConfig:
@@ -203,6 +226,9 @@ class BenchRunner:
         self.repeat = 0  # the run of the current level (--repeats)
         #: the completed runs of each (target, level), merged into one summary when it ends
         self._runs: dict[tuple[str, str], list[LevelSummary]] = {}
+        #: levels whose /metrics counters could not be used, and why (their acceptance is left
+        #: out): counts no decoder produces, from a wrong --metrics-url or a broken server
+        self.metrics_problems: list[str] = []
 
     # ---------------------------------------------------------------- run
     async def run(self) -> list[LevelSummary]:
@@ -380,7 +406,14 @@ class BenchRunner:
         if before is not None:
             after = await self._scrape(metrics_urls)
             if after is not None and any(c.present for c in after) and len(after) == len(before):
-                acceptance = spec_delta(before, after)
+                try:
+                    acceptance = spec_delta(before, after)
+                except ValueError as exc:  # accepted above drafted, a position above the last…
+                    self.metrics_problems.append(
+                        f"{target} {level.label}: the spec-decode counters of "
+                        f"{', '.join(metrics_urls)} cannot be a decoder's ({exc}); the level's "
+                        "acceptance is left out"
+                    )
         server_lag = None if before is None or after is None else twin_lag(before, after)
         validity = run_validity(recs, lag_ms, server_lag, workers=self.pool is not None)
         return self._summary(
@@ -487,8 +520,14 @@ class BenchRunner:
         sem = asyncio.Semaphore(cap) if cap else None
         n = len(self.prompts)
         tasks = []
+        limit = self.cfg.max_duration_s
+        end = float("inf") if limit is None else self._t0 + limit
         for i, t in zip(indices, times, strict=True):
-            await _sleep_until(start + t)
+            if start + t > end:  # due after --max-duration: not waited for (a far-off send)
+                await _sleep_until(end)
+                self.stop(f"max duration {limit:g} s reached")
+            else:
+                await _sleep_until(start + t)
             if self.stopping:
                 break
             due = start + t - self._t0
@@ -574,14 +613,24 @@ class BenchRunner:
             time.time() if self.cfg.probe_send_time else None, keep_text=self.cfg.save_text
         )
         send = time.perf_counter()
-        watchdog = _Watchdog(self.cfg.timeout_s)
+        deadline = self.cfg.request_deadline_s(p.max_tokens)
+        watchdog = _Watchdog(self.cfg.timeout_s, deadline)
         try:
             err = await self._exchange(url, p, state, send, watchdog)
         except asyncio.CancelledError:
-            if not watchdog.fired:
+            if watchdog.fired is None:
                 raise
             watchdog.uncancel()
-            err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
+            if watchdog.fired == "stall":
+                err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
+            else:
+                err = (
+                    "request_timeout",
+                    f"not finished after {deadline:g} s in all (--request-timeout; data kept "
+                    f"coming, each gap under the {self.cfg.timeout_s:g} s stall timeout)",
+                )
+        except ValueError as exc:  # a header HTTP cannot carry (the CLI refuses it before)
+            err = ("client_error", str(exc))
         except ConnectError as exc:
             err = ("connection_refused", str(exc))
         except StreamTruncated as exc:
@@ -630,27 +679,68 @@ class BenchRunner:
             ep = self._endpoints[url] = StreamClient.endpoint(url.rstrip("/") + path, headers)
         payloads, event = SSEParser().payloads, state.event
         problems: list[tuple[str, str]] = []
+        received = 0  # body bytes read
 
         def sink(data: bytes, t: float) -> bool:
             # one network read, stamped once (several events per read under load)
+            nonlocal received
             watchdog.last = t
+            received += len(data)
             now = t - send
-            for payload in payloads(data):
+            try:
+                events = payloads(data)
+            except EventTooLong as exc:  # a line or event that never ends: not a stream
+                problems.append(("malformed_sse", str(exc)))
+                return True
+            for payload in events:
                 problem = event(payload, now)
                 if problem is not None:
                     problems.append(problem)
                     return True
             return state.done
 
-        reply = await self._client().request(ep, orjson.dumps(self._payload(p)), sink)
-        if reply.status >= 400:
-            text = reply.body.decode("utf-8", "replace")
-            return (f"http_{reply.status}", error_message(text[:2000]))
-        if problems:
-            return problems[0]
-        if state.done:
-            return None
-        return ("stream_truncated", "the stream ended without [DONE]")
+        try:
+            body = orjson.dumps(self._payload(p))
+        except TypeError as exc:  # not text (a lone surrogate): the dataset loader refuses it
+            return ("client_error", f"the request cannot be sent as JSON: {exc}")
+        reply = await self._client().request(ep, body, sink)
+        return _outcome(reply, problems, state, received, ep)
+
+
+def _outcome(
+    reply: Reply, problems: list[tuple[str, str]], state: ReplyStream, received: int, ep: Endpoint
+) -> tuple[str, str] | None:
+    """What a finished exchange was: None for a whole stream, else (error type, message)."""
+    status = reply.status
+    if 300 <= status < 400:
+        where = ep.secrets.redact(reply.location) if reply.location else "no Location given"
+        return (
+            f"http_{status}",
+            f"redirected to {where} (HTTP {status}): the bench does not follow redirects; "
+            "give the URL it points to",
+        )
+    if status >= 400:
+        text = reply.body.decode("utf-8", "replace")
+        return (f"http_{status}", error_message(text[:2000]))
+    if reply.whole_json:
+        said = ep.secrets.redact(error_message(reply.body.decode("utf-8", "replace")[:2000]))
+        return (
+            "not_a_stream",
+            f"the server answered {status} with a JSON body, not a stream (does it ignore "
+            f'"stream": true?): {said[:200]}',
+        )
+    if problems:
+        return problems[0]
+    if state.done:
+        if state.events == 0:
+            return (
+                "empty_stream",
+                "the stream ended with [DONE] before any chunk: nothing streamed",
+            )
+        return None
+    if received == 0:
+        return ("empty_stream", f"the server answered {status} with an empty body: no SSE event")
+    return ("stream_truncated", "the stream ended without [DONE]")
 
 
 #: the event loop's timers wake up to ~1 ms late (epoll rounds its timeout up to whole ms), so
@@ -682,28 +772,33 @@ async def _sleep_until(t: float) -> None:
 
 
 class _Watchdog:
-    """Cancels the current task after ``limit`` seconds without data.
+    """Cancels the current task after ``limit`` seconds without data (``fired = "stall"``), or
+    ``total`` seconds after it started however the data comes (``fired = "deadline"``: a
+    server that sends one byte a second never stalls).
 
     One timer per timeout period rather than one per read (a timer per chunk cost ~5% of the
     client's CPU when aiohttp's ``sock_read`` armed one). The reader marks each read by setting
     :attr:`last` (``time.perf_counter()``), an attribute store rather than a call.
     """
 
-    def __init__(self, limit: float) -> None:
+    def __init__(self, limit: float, total: float) -> None:
         self.limit = limit
-        self.fired = False
+        self.fired: Literal["stall", "deadline"] | None = None
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self.last = time.perf_counter()  # the last read
-        self._handle = self._loop.call_later(limit, self._check)
+        self.deadline = self.last + total
+        self._handle = self._loop.call_later(min(limit, total), self._check)
 
     def _check(self) -> None:
-        idle = time.perf_counter() - self.last
-        if idle >= self.limit and self._task is not None:
-            self.fired = True
+        now = time.perf_counter()
+        idle = now - self.last
+        if self._task is not None and (idle >= self.limit or now >= self.deadline):
+            self.fired = "stall" if idle >= self.limit else "deadline"
             self._task.cancel()
         else:
-            self._handle = self._loop.call_later(self.limit - idle, self._check)
+            wait = min(self.limit - idle, self.deadline - now)
+            self._handle = self._loop.call_later(max(wait, 0.0), self._check)
 
     def uncancel(self) -> None:
         if self._task is not None and hasattr(self._task, "uncancel"):

@@ -7,8 +7,9 @@ JSONL, one request per line — the Mooncake trace format that AIPerf replays
     {"timestamp": 12.5, "prompt": "Summarise …", "output_length": 64, "class": "chat"}
     {"timestamp": 40,   "messages": [{"role": "user", "content": "…"}], "max_tokens": 200}
 
-- ``timestamp`` (required): arrival time in **milliseconds**; only differences matter (the
-  earliest request is sent at once). Lines are replayed in timestamp order.
+- ``timestamp`` (required): arrival time in **milliseconds**, a finite number ≥ 0; only
+  differences matter (the earliest request is sent at once). Lines are replayed in timestamp
+  order.
 - the prompt: ``prompt`` (text) or ``messages`` (chat), else ``input_length`` words drawn from a
   fixed vocabulary (about one token each);
 - ``output_length`` (or ``max_tokens``): tokens to generate, sent as ``max_tokens`` with
@@ -52,6 +53,8 @@ def _jsonl_entry(obj: dict[str, Any], where: str) -> tuple[float, int | None, Pr
     t = obj.get("timestamp")
     if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
         raise DatasetError(f"{where}: 'timestamp' (ms) must be a number")
+    if t < 0:
+        raise DatasetError(f"{where}: 'timestamp' (ms) must be ≥ 0, got {t:g}")
     p = prompt_of(obj, where, text_required=False)
     n_in = token_count(obj, "input_length", where)
     if p.prompt is None and p.messages is None and n_in is None:
@@ -70,9 +73,13 @@ def _azure_time(text: str, where: str) -> float:
     """A TIMESTAMP cell → seconds (date-times as seconds since the epoch, in UTC)."""
     s = text.strip()
     try:
-        return float(s)
+        t = float(s)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(t) or t < 0:
+            raise DatasetError(f"{where}: TIMESTAMP {s!r} must be a finite number of seconds ≥ 0")
+        return t
     m = _DATETIME.fullmatch(s)
     if m is None:
         raise DatasetError(f"{where}: TIMESTAMP {s!r} is neither seconds nor YYYY-MM-DD HH:MM:SS")

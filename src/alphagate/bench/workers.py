@@ -13,10 +13,10 @@ stream back as JSON lines, are numbered in the order they arrive (as in one proc
 completions) and go through :meth:`BenchRunner.take`.
 
 Stops: a limit reached in the coordinator drains every worker (no new request; those in flight
-finish). Ctrl-C or SIGTERM aborts: each worker cancels what is in flight, sends what completed and
-exits; the coordinator keeps every record it receives. A worker that dies is reported (with its
-exit status) and its completed records are kept; the level ends with the others, and later levels
-are split over the workers still alive.
+finish). Ctrl-C, SIGTERM or SIGHUP aborts: each worker cancels what is in flight, sends what
+completed and exits; the coordinator keeps every record it receives. A worker that dies is
+reported (with its exit status) and its completed records are kept; the level ends with the
+others, and later levels are split over the workers still alive.
 """
 
 from __future__ import annotations
@@ -415,6 +415,9 @@ async def _serve(
         abort()
 
     loop.add_signal_handler(signal.SIGTERM, sigterm)
+    # a closed terminal hangs up the whole process group: as SIGTERM (unless nohup ignores it)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        loop.add_signal_handler(signal.SIGHUP, sigterm)
     t0 = time.perf_counter() - (time.time() - t0_wall)  # the coordinator's run start, here
     runner = BenchRunner(cfg, prompts, sink=outbox.add, run_id=run_id, t0=t0)
     runner_ref.append(runner)

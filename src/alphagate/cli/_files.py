@@ -34,10 +34,12 @@ def _umask() -> int:
 def replace_file(path: Path, text: str | bytes) -> None:
     """Write ``text`` (UTF-8) or bytes to ``path`` via a temporary file in the same folder, then
     rename: on failure (a full disk, no permission) the previous file, if any, is untouched.
-    Raises ``OSError``."""
+    A lone surrogate in ``text`` (a path whose bytes are not UTF-8, a ``\\udcff`` read from
+    JSON), which UTF-8 cannot encode, is written as its escape ``\\udcff`` — in JSON the same
+    string read back. Raises ``OSError``."""
+    data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report is meant to be shared
         with os.fdopen(fd, "wb") as fh:
@@ -135,7 +137,9 @@ class RecordsFile:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends a run as Ctrl-C does (records kept, summary written, exit 130)."""
+    """SIGTERM and SIGHUP (a closed terminal, a dropped ssh session) end a run as Ctrl-C does:
+    records kept, summary written, exit 130. A SIGHUP that is ignored (``nohup``) stays
+    ignored."""
 
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -143,8 +147,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return
-    previous = signal.signal(signal.SIGTERM, handler)
+    caught = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        caught.append(signal.SIGHUP)
+    previous = {s: signal.signal(s, handler) for s in caught}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, before in previous.items():
+            signal.signal(s, before)

@@ -1,34 +1,43 @@
 """``alphagate bench``: benchmark an OpenAI-compatible endpoint, or baseline vs candidate.
 
 Exit codes: 0 done (a sweep whose SLO breaks is a result, not an error); 1 every request failed,
-the error rate exceeded ``--max-error-rate``, or the records could not be written; 2 bad input;
-130 interrupted (Ctrl-C or SIGTERM — the summary is still written from every completed record).
+the error rate exceeded ``--max-error-rate``, or the records could not be written; 2 bad input
+(also after a run whose ``/metrics`` counters no decoder could produce: the records and summary
+are kept, that acceptance left out); 130 interrupted (Ctrl-C, SIGTERM or SIGHUP — the summary
+is still written from every completed record; Ctrl-C while the command is still starting exits
+130 too, with nothing to keep).
 """
 
 from __future__ import annotations
 
-import os
-import time
-import uuid
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+import sys
 
-import typer
+try:  # ~0.2 s of imports: a Ctrl-C that lands here has nothing to keep, and gets no traceback
+    import os
+    import time
+    import uuid
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import TYPE_CHECKING, Annotated, Literal
 
-from alphagate.cli._app import (
-    JsonOpt,
-    app,
-    config_error,
-    console,
-    err_console,
-    fail,
-    finite_float,
-    int_list,
-    print_json,
-)
-from alphagate.cli._files import RecordsFile, replace_file, sigterm_as_interrupt
-from alphagate.cli._options import SeedOpt, check_output_path
+    import typer
+
+    from alphagate.cli._app import (
+        JsonOpt,
+        app,
+        config_error,
+        console,
+        err_console,
+        fail,
+        finite_float,
+        int_list,
+        print_json,
+    )
+    from alphagate.cli._files import RecordsFile, replace_file, sigterm_as_interrupt
+    from alphagate.cli._options import SeedOpt, check_output_path
+except KeyboardInterrupt:  # pragma: no cover - timing; tests/cli/test_signals.py sends it
+    sys.stderr.write("interrupted\n")
+    raise SystemExit(130) from None
 
 if TYPE_CHECKING:
     from alphagate.bench.dataset import Prompt
@@ -53,8 +62,11 @@ _TRACE_HELP = (
     "Replay a trace: JSONL, one request per line — timestamp (ms, Mooncake/AIPerf convention), "
     "input_length or prompt or messages, output_length (or max_tokens), class — or the Azure LLM "
     "inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens). Requests are sent at their "
-    "timestamps (× --time-scale) against each target; -n keeps the first N."
+    "timestamps (× --time-scale) against each target; -n keeps the first N. A replay longer than "
+    "24 h of wall time is refused unless --max-duration (or --duration) ends it sooner."
 )
+#: the longest trace replay (wall seconds, after --time-scale) run without --max-duration
+MAX_REPLAY_S = 86_400.0
 
 
 @app.command("bench", short_help="Benchmark one endpoint, or baseline vs candidate.")
@@ -237,6 +249,16 @@ def bench_cmd(
             help="Seconds without data before a stream counts as stalled.",
         ),
     ] = 60.0,
+    request_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--request-timeout",
+            callback=finite_float("--request-timeout", 0.001, 86_400.0),
+            help="The most seconds one request may take in all, however its bytes come (a server "
+            "that trickles never stalls); it then fails as request_timeout. Default: --timeout + "
+            "1 s per max_tokens token (4,096 when a request has none).",
+        ),
+    ] = None,
     metrics_url: Annotated[
         list[str] | None,
         typer.Option(
@@ -341,8 +363,13 @@ def bench_cmd(
     if dataset_name == "random":
         dataset = f"synthetic:in={random_input_len},out={random_output_len}"
     _check_load_flags(trace, dataset, rate, sweep, concurrency, slo)
+    _check_list(concurrency, "--concurrency")
     the_slo, the_sweep = _slo_and_sweep(slo, slo_attainment, sweep, sweep_tolerance)
     out_dir = out or Path("results") / time.strftime("bench-%Y%m%d-%H%M%S")
+    for path, flag in ((out_dir, "--out"), (plot, "--plot"), (trace, "--trace")):
+        _check_utf8_path(path, flag)
+    if dataset is not None and not dataset.startswith("synthetic:"):
+        _check_utf8_path(Path(dataset), "--dataset")
     check_output_path(out_dir, "--out", directory=True)
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
@@ -351,6 +378,8 @@ def bench_cmd(
     )
     if warmup >= len(prompts):
         fail(f"--warmup {warmup} leaves no request of the {len(prompts)} to measure", "--warmup")
+    if trace is not None:
+        _check_replay(prompts, time_scale, max_duration, duration, quiet=as_json)
     cfg = _config(
         _targets(url, baseline_url, candidate_url),
         api_key,
@@ -367,6 +396,7 @@ def bench_cmd(
         warmup=warmup,
         seed=seed,
         timeout_s=timeout,
+        request_timeout_s=request_timeout,
         scrape_metrics=not no_metrics,
         max_errors=max_errors,
         max_error_rate=max_error_rate,
@@ -380,13 +410,17 @@ def bench_cmd(
         dataset=None if trace is not None else dataset or "synthetic:in=512,out=256",
         only_class=only_class,
     )
+    workers = _useful_workers(workers, cfg, len(prompts), quiet=as_json)
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     records = RecordsFile(out_dir / "requests.jsonl", "--out")
     for note in records.notes:
         err_console.print(f"[yellow]{note}[/yellow]")
-    if not as_json:
-        for p in problems:
-            err_console.print(f"[yellow]skipped:[/yellow] {p}")
+    for p in problems[:20]:  # on stderr with --json too: a skipped line changes the load
+        err_console.print(f"[yellow]skipped:[/yellow] {p}")
+    if len(problems) > 20:
+        err_console.print(
+            f"[yellow]skipped: {len(problems) - 20} more (summary.json lists all)[/yellow]"
+        )
     kept: list[RequestRecord] = []
 
     def sink(rec: RequestRecord) -> None:
@@ -394,6 +428,7 @@ def bench_cmd(
         if fmt == "csv" or plot is not None:
             kept.append(rec)
 
+    metrics_problems: list[str] = []
     with records, sigterm_as_interrupt():
         result = _run(
             cfg,
@@ -403,6 +438,7 @@ def bench_cmd(
             problems,
             quiet=fmt != "table" or no_progress,
             workers=workers,
+            metrics_problems=metrics_problems,
         )
     result = result.model_copy(update={"records_file": str(records.path)})
     written = _write_summaries(result, out_dir)
@@ -423,7 +459,82 @@ def bench_cmd(
         console.print(
             f"records: {records.path}   summary: {out_dir / 'summary.json'}   run: {run_id}"
         )
-    raise typer.Exit(_exit_code(result, max_error_rate) or (0 if written else 1))
+    for why in metrics_problems:
+        flag = "--metrics-url" if metrics_url else "the target's /metrics (--no-metrics skips it)"
+        err_console.print(f"[red]{flag}: {why}[/red]")
+    code = _exit_code(result, max_error_rate)
+    if code != 130 and metrics_problems:
+        code = 2  # a wrong source: bad input, though every record and the summary are kept
+    raise typer.Exit(code or (0 if written else 1))
+
+
+def _check_list(text: str | None, flag: str) -> None:
+    """A comma-separated list with no empty entry (``''``, ``1,,2`` and ``4,`` are refused)."""
+    if text is None:
+        return
+    if not text.strip():
+        fail("the list is empty", flag)
+    if any(not part.strip() for part in text.split(",")):
+        fail(f"{text!r} has an empty entry", flag)
+
+
+def _check_utf8_path(path: Path | None, flag: str) -> None:
+    """Results name their files in UTF-8 JSON: a path whose bytes are not UTF-8 is refused before
+    any work (it would make summary.json unwritable after the run)."""
+    if path is None:
+        return
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        fail(f"the path '{shown}' is not valid UTF-8; use a UTF-8 path", flag)
+
+
+def _check_replay(
+    prompts: list[Prompt],
+    time_scale: float,
+    max_duration: float | None,
+    duration: float | None,
+    *,
+    quiet: bool,
+) -> None:
+    """A trace's replay takes its span × ``time_scale``: past :data:`MAX_REPLAY_S` it is refused
+    unless a limit ends it sooner; a replay of over a minute says how long it will take."""
+    span = max((p.arrival_s or 0.0) for p in prompts) * time_scale
+    limit = min(x for x in (max_duration, duration, float("inf")) if x is not None)
+    if span > MAX_REPLAY_S and limit > MAX_REPLAY_S:
+        fail(
+            f"replaying it takes {span:,.0f} s ({span / 86_400:,.1f} days) at --time-scale "
+            f"{time_scale:g}: its last request is sent then. Above {MAX_REPLAY_S:,.0f} s (24 h) "
+            "give --time-scale (0.01 replays 100× faster) or --max-duration to end it sooner",
+            "--trace",
+        )
+    if span > 60 and not quiet:
+        ends = f"; --max-duration/--duration ends it after {limit:,.0f} s" if limit < span else ""
+        err_console.print(
+            f"trace replay: {len(prompts):,} requests over {span:,.0f} s of wall time "
+            f"(--time-scale {time_scale:g}){ends}"
+        )
+
+
+def _useful_workers(workers: int, cfg: BenchConfig, n_requests: int, *, quiet: bool) -> int:
+    """No more worker processes than requests a level sends, nor than users (or the cap on
+    requests in flight) a level has: the rest would sit idle. Fewer are started, and said."""
+    if workers == 1 or cfg.sweep is not None:  # a sweep's levels differ: each is split as it comes
+        return workers
+    useful, why = workers, ""
+    if n_requests < useful:
+        useful, why = n_requests, f"{n_requests} request{'s' * (n_requests > 1)} per level"
+    caps = [lv.concurrency for lv in cfg.levels]
+    top = max((c for c in caps if c is not None), default=None)
+    if top is not None and None not in caps and top < useful:  # closed loops, or capped
+        useful, why = top, f"at most {top} request{'s' * (top > 1)} in flight"
+    if useful < workers and not quiet:
+        err_console.print(
+            f"[yellow]--workers {workers}: only {useful} would have work ({why}); starting "
+            f"{useful}[/yellow]"
+        )
+    return useful
 
 
 def _check_load_flags(
@@ -567,6 +678,7 @@ def _run(
     *,
     quiet: bool,
     workers: int = 1,
+    metrics_problems: list[str] | None = None,
 ) -> BenchResult:
     from alphagate.bench.progress import LiveStats
     from alphagate.bench.run import run_bench
@@ -574,7 +686,13 @@ def _run(
 
     if quiet:
         result = run_bench(
-            cfg, prompts, run_id=run_id, sink=sink, dataset_problems=problems, workers=workers
+            cfg,
+            prompts,
+            run_id=run_id,
+            sink=sink,
+            dataset_problems=problems,
+            workers=workers,
+            metrics_problems=metrics_problems,
         )
     else:
         from rich.live import Live
@@ -605,6 +723,7 @@ def _run(
                 on_record=stats.add,
                 dataset_problems=problems,
                 workers=workers,
+                metrics_problems=metrics_problems,
             )
     for why in result.worker_failures:
         err_console.print(f"[red]bench worker: {why}[/red]")
