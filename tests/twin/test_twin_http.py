@@ -300,3 +300,46 @@ def test_unfinished_requests_time_out() -> None:
             sock.settimeout(10)
             head = sock.recv(200)
             assert head.startswith(b"HTTP/1.1 408")
+
+
+def test_seeds_and_deep_nesting_are_answered_never_with_a_500() -> None:
+    """vLLM takes any signed 64-bit seed (-1 included: the same reply each time, as any seed);
+    outside it, or a body nested past MAX_JSON_DEPTH, is a 400 — not the 500 of a traceback."""
+    from alphagate.twin.server import MAX_JSON_DEPTH
+
+    deep = b'{"prompt": "x", "a": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    shallow = b'{"prompt": "x", "max_tokens": 2, "a": ' + b"[" * 60 + b"]" * 60 + b"}"
+    in_text = json.dumps({"prompt": "[" * 5000, "max_tokens": 2}).encode()
+
+    async def go(url: str) -> list[tuple[int, str]]:
+        out = []
+        for seed in (-1, -(2**63), 2**63 - 1, 2**63, "7"):
+            out.append(
+                await _post(url, "/v1/completions", {"prompt": "x", "max_tokens": 3, "seed": seed})
+            )
+        for raw in (deep, shallow, in_text):
+            out.append(await _post(url, "/v1/completions", None, raw=raw))
+        return out
+
+    with twin(FAST) as (url, _):
+        (neg, lo, hi, above, text, deep_r, shallow_r, in_text_r) = _run(go(url))
+        again = _run(_post(url, "/v1/completions", {"prompt": "x", "max_tokens": 3, "seed": -1}))
+    assert neg[0] == lo[0] == hi[0] == 200
+    assert json.loads(neg[1])["choices"][0]["text"] == json.loads(again[1])["choices"][0]["text"]
+    assert above[0] == 400 and json.loads(above[1])["error"]["param"] == "seed"
+    assert text[0] == 400
+    assert (
+        deep_r[0] == 400
+        and f"deeper than {MAX_JSON_DEPTH}" in json.loads(deep_r[1])["error"]["message"]
+    )
+    assert shallow_r[0] == 200 and in_text_r[0] == 200  # brackets inside a string are text
+
+
+def test_a_served_name_with_a_colon_is_refused() -> None:
+    """``NAME:CLASS`` picks a request's class; a served name with ':' would make every request
+    of that name a class lookup (and ``twin --served-model-name a:b`` never what was meant)."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="separates a traffic class"):
+        TwinConfig(served_model_name="a:b")
+    assert TwinConfig(served_model_name="a-b.c_d").served_model_name == "a-b.c_d"

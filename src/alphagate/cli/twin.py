@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -171,11 +173,15 @@ def twin_cmd(
     from alphagate.twin.config import TwinConfig
     from alphagate.twin.server import serve
 
-    if not host.strip():
+    _check_host(host)
+    if ":" in served:
         fail(
-            "the bind address is empty; use 127.0.0.1 (loopback) or 0.0.0.0 (every interface)",
-            "--host",
+            f"{served!r}: ':' separates a traffic class from the model name (NAME:CLASS picks "
+            "the class per request), so a served name cannot hold one",
+            "--served-model-name",
         )
+    if classes and not _is_default(ctx, "alpha"):
+        fail("--class gives each traffic class its α: drop --alpha (or --class)", "--alpha")
     if os.environ.get("ALPHAGATE_API_KEY") == "" and api_key is None:
         api_key = ""  # an empty variable is a mistake, not "no authentication"
     if api_key is not None and not api_key.strip():
@@ -246,9 +252,37 @@ def twin_cmd(
     except ConfigError as exc:
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:
-        config_error(exc)
+        fields = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+        config_error(exc, "--served-model-name" if "served_model_name" in fields else None)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", "--host/--port")
+
+
+#: a host name as RFC 1123 allows: dot-separated labels of letters, digits and inner hyphens
+_HOST_NAME = re.compile(
+    r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
+)
+
+
+def _check_host(host: str) -> None:
+    """An IP address (v4 or v6) or a host name, else exit 2 before anything is bound."""
+    if not host.strip():
+        fail(
+            "the bind address is empty; use 127.0.0.1 (loopback) or 0.0.0.0 (every interface)",
+            "--host",
+        )
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(host):
+        fail(
+            f"{host!r} is neither an IP address nor a host name (letters, digits, inner hyphens "
+            "and single dots); use 127.0.0.1 (loopback) or 0.0.0.0 (every interface)",
+            "--host",
+        )
 
 
 def _speculative(

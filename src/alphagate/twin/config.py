@@ -70,6 +70,11 @@ class TwinConfig(Frozen):
 
     @model_validator(mode="after")
     def _schedule(self) -> TwinConfig:
+        if ":" in self.served_model_name:
+            raise ValueError(
+                "served_model_name: ':' separates a traffic class from the model name "
+                "(NAME:CLASS), so a served name cannot hold one"
+            )
         if self.k_by_batch_size is not None:
             try:
                 validate_schedule(self.k_by_batch_size, self.k)

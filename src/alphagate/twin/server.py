@@ -1,7 +1,10 @@
 """The twin's HTTP surface: OpenAI-compatible completions and chat, /v1/models, /health, /metrics.
 
 Errors use the OpenAI shape ``{"error": {"message", "type", "param", "code"}}``: malformed JSON,
-known fields of the wrong type, ``max_tokens`` < 1 → 400; a missing or wrong Bearer key → 401.
+JSON nested deeper than :data:`MAX_JSON_DEPTH`, known fields of the wrong type, ``max_tokens``
+< 1, a ``seed`` outside a signed 64-bit integer (vLLM's bound; a negative seed is taken modulo
+2**64, as torch takes it) → 400; a missing or wrong Bearer key → 401; a body that does not
+arrive within ``request_timeout_s`` → 408. Nothing a client sends makes a 500.
 A client that disconnects mid-stream is cancelled and its slot freed at the next step.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -46,7 +50,7 @@ class _Common(BaseModel):
     stream_options: StreamOptions | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
     ignore_eos: bool = False
     n: int = Field(default=1, ge=1, le=1)
     alphagate_class: str | None = None
@@ -65,6 +69,28 @@ class Message(BaseModel):
 class ChatBody(_Common):
     messages: list[Message] = Field(min_length=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
+
+
+#: the deepest nesting of arrays and objects a request body may have (a chat body needs 4;
+#: json.loads would otherwise hit Python's recursion limit near 1,000 and fail with a 500)
+MAX_JSON_DEPTH = 64
+
+
+def _depth_ok(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether no array or object in ``raw`` (JSON) nests deeper than ``limit``, counted on the
+    brackets outside strings before anything is parsed (a body with few brackets at once)."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return True
+    depth = 0
+    for b in _BRACKETS.findall(_STRINGS.sub(b"", raw)):
+        depth += 1 if b in (b"[", b"{") else -1
+        if depth > limit:
+            return False
+    return True
+
+
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
 
 
 def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
@@ -110,12 +136,20 @@ async def _parse(
 ) -> CompletionBody | ChatBody | web.Response:
     timeout = request.app[CONFIG_KEY].request_timeout_s
     try:
-        raw = json.loads(await asyncio.wait_for(request.read(), timeout))
+        data = await asyncio.wait_for(request.read(), timeout)
     except TimeoutError:
         return _error(
             408, f"the request body did not arrive within {timeout:g} s", "RequestTimeout"
         )
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    if not _depth_ok(data):
+        return _error(
+            400,
+            f"request body nests arrays or objects deeper than {MAX_JSON_DEPTH} levels",
+            "BadRequestError",
+        )
+    try:
+        raw = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return _error(400, "request body is not valid JSON", "BadRequestError")
     if not isinstance(raw, dict):
         return _error(400, "request body must be a JSON object", "BadRequestError")
@@ -174,7 +208,8 @@ async def _handle(request: web.Request, kind: Literal["completion", "chat"]) -> 
             "BadRequestError",
             "max_tokens",
         )
-    rng = np.random.default_rng(body.seed) if body.seed is not None else None
+    # vLLM takes any signed 64-bit seed; numpy wants one ≥ 0 (-1 → 2**64 - 1, as torch's)
+    rng = np.random.default_rng(body.seed % 2**64) if body.seed is not None else None
     cls = engine.pick_class(_class_from(body, cfg.served_model_name), rng)
     n_out, hit_limit = engine.output_length(max_tokens, body.ignore_eos, rng)
     n_out = min(n_out, cfg.max_model_len - prompt_tokens)
@@ -424,7 +459,10 @@ def serve(
     """
     import socket
 
-    sock = socket.create_server((host, port), backlog=LISTEN_BACKLOG, reuse_port=False)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # an IPv6 address: ::1, ::
+    sock = socket.create_server(
+        (host, port), family=family, backlog=LISTEN_BACKLOG, reuse_port=False
+    )
     if on_listening is not None:
         on_listening(int(sock.getsockname()[1]))
     web.run_app(
