@@ -60,21 +60,25 @@ def test_cli_reads_files_and_stdin(cli: Cli, tmp_path: Path) -> None:
     )
     assert r.exit_code == 0 and json.loads(r.stdout)["overall"]["num_accepted_tokens"] == 552
     assert cli.run("measure", "logs", str(tmp_path / "none.log")).exit_code == 2
-    empty = tmp_path / "quiet.log"
-    empty.write_text("INFO nothing to see\n")
-    r = cli.run("measure", "logs", str(empty))
+    quiet = tmp_path / "quiet.log"  # a vLLM log that has not logged an interval of drafts yet
+    quiet.write_text("(APIServer pid=7) INFO 11-30 13:37:12 [api_utils.py:347] Starting\n")
+    r = cli.run("measure", "logs", str(quiet))
     assert r.exit_code == 3 and "SpecDecoding" in r.output
+    for text in ("nothing to see\n", '{"a": 1}\n', "INFO no time here\n"):  # not a log: exit 2
+        (tmp_path / "x.txt").write_text(text)
+        r = cli.run("measure", "logs", str(tmp_path / "x.txt"))
+        assert r.exit_code == 2 and "not a vLLM or SGLang log" in r.output, r.output
     assert cli.run("measure", "logs", str(LOG), "--since", "yesterday").exit_code == 2
 
 
-def _vllm_line(drafts: int, per_pos: list[int], drafted: int) -> str:
+def _vllm_line(drafts: int, per_pos: list[int], drafted: int, when: str = "11-30 13:37:02") -> str:
     """A line formatted as vLLM's ``SpecDecodingLogging.log`` formats it
     (``vllm/v1/spec_decode/metrics.py``): τ to 2 decimals, rates to 3, counts whole."""
     acc = sum(per_pos)
     rates = ", ".join(f"{c / drafts:.3f}" for c in per_pos)
     rate = f"{acc / drafted * 100:.1f}" if drafted else "nan"
     return (
-        "(APIServer pid=1) INFO 11-30 13:37:02 [metrics.py:120] SpecDecoding metrics: "
+        f"(APIServer pid=1) INFO {when} [metrics.py:120] SpecDecoding metrics: "
         f"Mean acceptance length: {1 + acc / drafts:.2f}, Accepted throughput: 1.00 tokens/s, "
         f"Drafted throughput: 1.00 tokens/s, Accepted: {acc} tokens, Drafted: {drafted} tokens, "
         f"Per-position acceptance rate: {rates}, Avg Draft acceptance rate: {rate}%"
@@ -112,11 +116,11 @@ def test_the_number_of_drafts_is_recovered_from_the_printed_figures(
 
 def test_impossible_lines_and_contradicting_flags(cli: Cli, tmp_path: Path) -> None:
     good = _vllm_line(200, [120, 60, 20], 600)
-    bad = _vllm_line(200, [120, 60, 20], 600).replace(
+    bad = _vllm_line(200, [120, 60, 20], 600, "11-30 13:37:12").replace(
         "Accepted: 200 tokens", "Accepted: 900 tokens"
     )
     log = tmp_path / "v.log"
-    log.write_text(good + "\n" + bad + "\n" + good + "\n")
+    log.write_text(good + "\n" + bad + "\n" + good.replace(":02 ", ":22 ") + "\n")
     d = cli.json("measure", "logs", str(log))
     assert d["overall"]["num_drafts"] == 400 and d["overall"]["draft_acceptance_rate"] <= 1.0
     assert any("impossible figures" in n and "lines 2" in n for n in d["notes"])
@@ -128,3 +132,48 @@ def test_impossible_lines_and_contradicting_flags(cli: Cli, tmp_path: Path) -> N
     # 2 s) span 42 s, plus the median spacing of 2 s for the first line's own interval
     d = cli.json("measure", "logs", str(LOG))
     assert d["window_s"] == 44
+
+
+def test_a_time_that_is_no_date_is_no_traceback(cli: Cli, tmp_path: Path) -> None:
+    """A SpecDecoding line whose time cannot be a date is summed (it is an interval of drafts),
+    said in a note, and left out of any --since window; the window's length needs times."""
+    log = tmp_path / "v.log"
+    log.write_text(_vllm_line(200, [120, 60, 20], 600, "13-45 99:99:99") + "\n")
+    d = cli.json("measure", "logs", str(log))
+    assert d["overall"]["num_drafts"] == 200 and d["window_s"] is None
+    assert any("time that is no date" in n and "1" in n for n in d["notes"])
+    r = cli.run("measure", "logs", str(log), "--since", "11-30 13:00")
+    assert r.exit_code == 3 and "Traceback" not in r.output
+
+
+def test_a_window_of_impossible_lines_is_bad_input(cli: Cli, tmp_path: Path) -> None:
+    bad = _vllm_line(200, [120, 60, 20], 600).replace(
+        "Accepted: 200 tokens", "Accepted: 900 tokens"
+    )
+    log = tmp_path / "v.log"
+    log.write_text(bad + "\n")
+    r = cli.run("measure", "logs", str(log))
+    assert r.exit_code == 2 and "figures no decoder prints" in r.output, r.output
+
+
+def test_a_log_and_its_copy_are_refused_not_counted_twice(cli: Cli, tmp_path: Path) -> None:
+    """The same SpecDecoding line twice (same time, same text) is a doubled log: refused with
+    exit 2 naming both places, so that --min-drafts is never met by counting a log twice."""
+    from alphagate.measure.logs import read_lines
+
+    copy = tmp_path / "copy.log"
+    copy.write_text(LOG.read_text())
+    r = cli.run("measure", "logs", str(LOG), str(copy))
+    assert r.exit_code == 2 and "repeats line" in r.output and "Give each log once" in r.output
+    doubled = tmp_path / "doubled.log"
+    lines = [x for x in LOG.read_text().splitlines() if "SpecDecoding" in x]
+    doubled.write_text("\n".join([*lines, lines[1]]) + "\n")
+    with pytest.raises(MeasureError) as e:
+        measure_logs(read_lines([str(doubled)]), str(doubled))
+    assert e.value.exit_code == 2
+    assert f"{doubled}:{len(lines) + 1} repeats {doubled}:2" in str(e.value)
+    # the same figures at another time are another interval: both count
+    other = lines[1].replace("13:37:44", "13:37:46")
+    doubled.write_text("\n".join([*lines, other]) + "\n")
+    m = measure_logs(read_lines([str(doubled)]), str(doubled))
+    assert m.overall is not None and m.overall.num_accepted_tokens == 552 + 183

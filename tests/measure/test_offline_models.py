@@ -177,3 +177,65 @@ def test_a_drafter_that_does_not_fit_is_refused(tiny: Tiny, tmp_path: Path) -> N
     (other / "config.json").write_text(json.dumps({**draft_cfg, "vocab_size": 999}))
     with pytest.raises(MeasureError, match="vocab_size"):
         load_models(str(tiny.target), DrafterSpec("draft_model", str(other)))
+
+
+def test_a_checkpoint_cut_mid_line_resumes_from_its_whole_lines(
+    tiny: Tiny, log: Path, tmp_path: Path
+) -> None:
+    """A run killed mid-write leaves a last line cut: it is set aside (as bench does with
+    requests.jsonl), said in the notes, and the run resumes from the whole lines — the same
+    numbers, and a checkpoint whose every line is whole."""
+    ck = tmp_path / "ck.jsonl"
+    full = measure_offline(_cfg(tiny, log, "ngram", checkpoint=ck))
+    text = ck.read_text()
+    lines = text.splitlines()
+    assert json.loads(lines[0])["settings"]["k"] == 3  # the head says what it was run with
+    cut = "\n".join(lines[:3]) + "\n" + lines[3][:40]  # two requests whole, the third cut
+    ck.write_text(cut)
+    resumed = measure_offline(_cfg(tiny, log, "ngram", checkpoint=ck))
+    assert resumed.overall == full.overall
+    assert any("cut-off line" in n and "2 whole request lines" in n for n in resumed.notes)
+    (aside,) = tmp_path.glob("ck.jsonl.partial-*")
+    assert aside.read_text() == lines[3][:40]
+    assert [json.loads(x)["key"] for x in ck.read_text().splitlines()[1:]] == [
+        json.loads(x)["key"] for x in lines[1:]
+    ]
+    # lines that are not scored requests (another --k-max's counts, a number, a stray object)
+    bad = [lines[0], lines[1], "123", '{"key": 1}', lines[2].replace("[", "[9, ", 1), *lines[3:]]
+    ck.write_text("\n".join(bad) + "\n")
+    again = measure_offline(_cfg(tiny, log, "ngram", checkpoint=ck))
+    assert again.overall == full.overall
+    assert any("3 lines are not scored requests (lines 3, 4, 5)" in n for n in again.notes)
+
+
+@pytest.mark.parametrize(
+    ("first", "needle"),
+    [
+        ('{"run_id": "x", "id": 0}', "not a measure offline checkpoint"),  # a bench log
+        ("[1, 2]", "not a measure offline checkpoint"),
+        ("\xff\xfe", "not a measure offline checkpoint"),
+        ('{"fingerprint": "0000", "settings": {"k": 2}}', "k 2 there, 3 here"),
+    ],
+)
+def test_a_checkpoint_of_another_run_is_refused_naming_it(
+    tiny: Tiny, log: Path, tmp_path: Path, first: str, needle: str
+) -> None:
+    ck = tmp_path / "other.jsonl"
+    ck.write_bytes(first.encode("latin-1") + b"\n")
+    with pytest.raises(MeasureError) as e:
+        measure_offline(_cfg(tiny, log, "ngram", checkpoint=ck))
+    assert needle in str(e.value) and str(ck) in str(e.value)
+    assert e.value.exit_code == 2
+    assert ck.read_bytes() == first.encode("latin-1") + b"\n"  # left as it was
+
+
+def test_a_draft_model_whose_weights_are_another_architecture_is_refused(tiny: Tiny) -> None:
+    """An EAGLE-3 head given as draft_model: transformers would fill the decoder it lacks with
+    random weights and go on; the missing weights are checked and the drafter refused."""
+    with pytest.raises(MeasureError) as e:
+        load_models(str(tiny.target), DrafterSpec("draft_model", str(tiny.eagle3)))
+    msg = str(e.value)
+    assert "do not fit its architecture" in msg and "missing" in msg and "fc.weight" in msg
+    assert "--drafter eagle3:PATH" in msg
+    models = load_models(str(tiny.target), DrafterSpec("draft_model", str(tiny.draft)))
+    assert models.draft is not None  # a draft model with its own weights loads

@@ -23,6 +23,14 @@ SGLang's logs are read too, where vLLM lines are absent:
   exact counts — ρ and α need K (``--k``, SGLang's ``--speculative-num-steps``);
 - its ``Decode batch … accept len: 2.53, …`` lines (``scheduler_metrics_mixin.py``): averages
   over each logging interval with no counts behind them, so τ only, without an interval.
+
+What is refused (:class:`MeasureError`, exit 2): input with no line of a log at all (no log
+level and time anywhere: not a server log); a window whose every line has impossible figures;
+and the same SpecDecoding line twice — the same time and the same text, which one process never
+logs twice: a log given twice, or concatenated with its copy, would otherwise count every
+interval twice (and meet ``--min-drafts`` by doubling). Lines are named ``FILE:LINE`` when the
+input says which file each came from (:func:`read_lines`), else by their number in the input.
+A log that works but holds no SpecDecoding line yet, or none inside the window, is exit 3.
 """
 
 from __future__ import annotations
@@ -32,18 +40,30 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from alphagate.measure.estimate import estimate
 from alphagate.measure.results import MeasureError, MeasureResult
 
-__all__ = ["LogLine", "measure_logs", "parse_log_line", "parse_sglang_line"]
+__all__ = ["LogLine", "measure_logs", "parse_log_line", "parse_sglang_line", "read_lines"]
+
+#: one line of input: its text, or (file, line number, text) when the file is known
+InputLine = str | tuple[str, int, str]
 
 _SGLANG_DECODE = re.compile(r"Decode batch.*?accept len: (?P<len>[\d.]+)")
 _PID = re.compile(r"pid=(\d+)")
 _TIME = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
+#: what a line of a server log starts with: a level and a time (vLLM ``INFO 11-30 13:37:02``,
+#: SGLang ``[2025-11-30 13:37:02]``, Python logging ``2025-11-30 13:37:02,123 INFO``)
+_LOG_LINE = re.compile(
+    r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b.{0,40}?\d\d:\d\d:\d\d"
+    r"|\d\d:\d\d:\d\d.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b"
+    r"|^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+)
 _LINE = re.compile(
     r"SpecDecoding metrics: Mean acceptance length: (?P<tau>[\d.]+), "
     r"Accepted throughput: [\d.]+ tokens/s, Drafted throughput: [\d.]+ tokens/s, "
@@ -133,7 +153,11 @@ def parse_log_line(text: str, lineno: int = 0) -> LogLine | None:
             when = datetime.strptime("2000-" + ts.group(1), "%Y-%m-%d %H:%M:%S")
         except ValueError:
             when = None
-    rates = tuple(float(x) for x in m.group("pos").split(",") if x.strip())
+    try:
+        rates = tuple(float(x) for x in m.group("pos").split(",") if x.strip())
+        tau = float(m.group("tau"))
+    except ValueError:  # "1.2.3": digits and dots that are not a number
+        return None
     return LogLine(
         lineno,
         when,
@@ -141,8 +165,35 @@ def parse_log_line(text: str, lineno: int = 0) -> LogLine | None:
         int(m.group("acc")),
         int(m.group("dr")),
         rates,
-        float(m.group("tau")),
+        tau,
     )
+
+
+def _time_unreadable(text: str) -> bool:
+    """A SpecDecoding line whose time is there but is no date (``13-45 99:99:99``)."""
+    head = text[: text.find("SpecDecoding metrics:")]
+    ts = _TIME.search(head)
+    if ts is None:
+        return bool(re.search(r"\d\d-\d\d \d", head))
+    try:
+        datetime.strptime("2000-" + ts.group(1), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return True
+    return False
+
+
+def read_lines(files: Sequence[str]) -> Iterator[tuple[str, int, str]]:
+    """(file, line number, text) of every line of ``files`` in order (``-``: standard input),
+    streamed — a log of days need not fit in memory; undecodable bytes become U+FFFD. Raises
+    ``OSError`` for a file that cannot be read."""
+    for f in files:
+        if f == "-":
+            for i, text in enumerate(sys.stdin, start=1):
+                yield "<stdin>", i, text
+            continue
+        with Path(f).open(encoding="utf-8", errors="replace") as fh:
+            for i, text in enumerate(fh, start=1):
+                yield f, i, text
 
 
 def parse_sglang_line(text: str) -> tuple[str, float, float] | None:
@@ -229,7 +280,7 @@ def parse_when(text: str) -> datetime:
 
 
 def measure_logs(
-    lines: Iterable[str],
+    lines: Iterable[InputLine],
     source: str,
     *,
     since: datetime | None = None,
@@ -237,27 +288,23 @@ def measure_logs(
     last_s: float | None = None,
     k: int | None = None,
 ) -> MeasureResult:
-    """Sum the SpecDecoding lines of a window (or, without them, SGLang's lines). ``last_s``: the
-    window is the last so many seconds before the newest line. Raises :class:`MeasureError`
-    (exit 3 when no line matches)."""
-    found: list[LogLine] = []
-    cut: list[int] = []
-    sglang: list[tuple[str, float, float]] = []
-    for i, text in enumerate(lines, start=1):
-        parsed = parse_log_line(text, i)
-        if parsed is not None:
-            found.append(parsed)
-        elif "SpecDecoding metrics:" in text:
-            cut.append(i)
-        elif not found:
-            sg = parse_sglang_line(text)
-            if sg is not None:
-                sglang.append(sg)
+    """Sum the SpecDecoding lines of a window (or, without them, SGLang's lines). ``lines``: the
+    texts, or (file, line number, text) from :func:`read_lines` so that messages name the file.
+    ``last_s``: the window is the last so many seconds before the newest line. Raises
+    :class:`MeasureError`: exit 2 for input that is not a log, repeated lines or impossible
+    figures; exit 3 for a log with no SpecDecoding line (in the window) yet."""
+    read = _read(lines, source)
+    found, cut, sglang = read.found, read.cut, read.sglang
     k_given = k
     if not found and sglang:
         return _sglang(sglang, source, k)
     if not found:
         why = f" ({len(cut)} cut-off lines)" if cut else ""
+        if not cut and not read.looks_like_a_log:
+            raise MeasureError(
+                f"{source}: not a vLLM or SGLang log: no 'SpecDecoding metrics' line, and no line "
+                "carries a log level and a time (vLLM writes 'INFO 11-30 13:37:02 [file.py:N] …')"
+            )
         raise MeasureError(
             f"{source}: no 'SpecDecoding metrics' lines{why} (nor SGLang accept lengths): is "
             "speculation on, and are these vLLM logs at INFO level?",
@@ -273,17 +320,27 @@ def measure_logs(
         )
     window = [x for x in found if _in_window(x, since, until)]
     notes = []
+    if read.bad_time:
+        outside = " (outside any --since/--until/--last window)" if since or until else ""
+        notes.append(
+            f"{len(read.bad_time)} SpecDecoding lines have a time that is no date{outside} "
+            f"(lines {', '.join(read.bad_time[:10])})"
+        )
     bad = [x for x in window if not x.consistent]
     if bad:
+        where = ", ".join(read.where[x.lineno] for x in bad[:10])
+        if len(bad) == len(window):
+            raise MeasureError(
+                f"{source}: every SpecDecoding line in the window has figures no decoder prints "
+                f"(accepted above drafted, or rates that no draft count gives; lines {where})"
+            )
         window = [x for x in window if x.consistent]
         notes.append(
             f"{len(bad)} lines with impossible figures skipped (accepted above drafted, or "
-            f"rates that no draft count gives; lines {', '.join(str(x.lineno) for x in bad[:10])})"
+            f"rates that no draft count gives; lines {where})"
         )
     if cut:
-        notes.append(
-            f"{len(cut)} cut-off SpecDecoding lines skipped (lines {', '.join(map(str, cut[:10]))})"
-        )
+        notes.append(f"{len(cut)} cut-off SpecDecoding lines skipped (lines {', '.join(cut[:10])})")
     ks = {x.k for x in window}
     if len(ks) > 1:
         raise MeasureError(f"{source}: the window mixes K = {sorted(ks)}; narrow it with --since")
@@ -314,9 +371,10 @@ def measure_logs(
         )
     notes.append("per-position counts are the logged rates × drafts (rates printed to 3 decimals)")
     whens = sorted(x.when for x in window if x.when is not None)
-    # each line covers the logging interval before it: add one (the median spacing)
-    gaps = sorted((b - a).total_seconds() for a, b in itertools.pairwise(whens))
-    span = (whens[-1] - whens[0]).total_seconds() + (gaps[len(gaps) // 2] if gaps else 0.0)
+    span = None
+    if whens:  # each line covers the logging interval before it: add one (the median spacing)
+        gaps = sorted((b - a).total_seconds() for a, b in itertools.pairwise(whens))
+        span = (whens[-1] - whens[0]).total_seconds() + (gaps[len(gaps) // 2] if gaps else 0.0)
     try:
         overall = estimate(
             drafts,
@@ -332,9 +390,66 @@ def measure_logs(
         verb="measure logs",
         source=f"{source}: {len(window)} SpecDecoding lines"
         + (f" from {whens[0]:%m-%d %H:%M:%S} to {whens[-1]:%m-%d %H:%M:%S}" if whens else ""),
-        window_s=span if whens else None,
+        window_s=span,
         overall=overall,
         sources=max(1, len(pids)),
         drafts_range=(float(lo), float(hi)),
         notes=notes,
     )
+
+
+@dataclass
+class _Read:
+    """What the input held: SpecDecoding lines, cut ones, SGLang's, and where each was."""
+
+    found: list[LogLine]
+    cut: list[str]  # where each cut-off SpecDecoding line was
+    sglang: list[tuple[str, float, float]]
+    bad_time: list[str]  # where each SpecDecoding line with a time that is no date was
+    where: dict[int, str]  # a found line's input number → FILE:LINE (or its number)
+    looks_like_a_log: bool
+
+
+def _read(lines: Iterable[InputLine], source: str) -> _Read:
+    """One pass over the input; the same SpecDecoding line twice (same time, same text) is
+    refused, naming both places."""
+    out = _Read([], [], [], [], {}, False)
+    seen: dict[str, str] = {}
+    for i, item in enumerate(lines, start=1):
+        if isinstance(item, str):
+            text, where = item, str(i)
+        else:
+            name, lineno, text = item
+            where = f"{name}:{lineno}"
+        if not out.looks_like_a_log and _LOG_LINE.search(text):
+            out.looks_like_a_log = True
+        if "SpecDecoding metrics:" not in text:
+            if not out.found:
+                sg = parse_sglang_line(text)
+                if sg is not None:
+                    out.sglang.append(sg)
+            continue
+        out.looks_like_a_log = True
+        parsed = parse_log_line(text, i)
+        if parsed is None:
+            out.cut.append(where)
+            continue
+        if parsed.when is None and _time_unreadable(text):
+            out.bad_time.append(where)
+        if parsed.when is not None:
+            key = text.rstrip("\r\n")
+            first = seen.setdefault(key, where)
+            if first != where:
+                shown = (
+                    f"{where} repeats {first}"
+                    if isinstance(item, tuple)
+                    else f"line {where} of the input ({source}) repeats line {first}"
+                )
+                raise MeasureError(
+                    f"{shown}: the same SpecDecoding line (same time, same figures) twice, which "
+                    "one server process never logs — a log given twice, or its lines repeated, "
+                    "would count each interval twice. Give each log once"
+                )
+        out.where[i] = where
+        out.found.append(parsed)
+    return out

@@ -10,6 +10,13 @@ request comes back with its counts, not averages; (4) summarise per class and ov
 order, with intervals by bootstrap over requests.
 The same seed gives the same numbers, resumed or not: every request draws from its own seeded
 generator, keyed by its place in the log.
+
+The checkpoint is JSONL: a head line with the settings' fingerprint (and the settings, so that a
+refusal can say which differ), then one line per scored request. A checkpoint written with other
+settings, or that is not one, is refused (:class:`MeasureError`, exit 2) naming it; a last line
+cut by a crash is moved to ``CHECKPOINT.partial-TIME`` (as bench does with ``requests.jsonl``) and
+the run resumes from the whole lines, said in the notes; a line that is not a scored request is
+scored again, said with its line number.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from alphagate.core.errors import validation_problem
 from alphagate.core.records import Frozen
 from alphagate.measure.offline_logs import (
     LoggedRequest,
@@ -110,7 +118,11 @@ class OfflineConfig(Frozen):
 
     def fingerprint(self) -> str:
         """What a checkpoint must match to be resumed: everything that changes a request's counts."""
-        keep = self.model_dump(
+        return f"{zlib.crc32(json.dumps(self.settings(), sort_keys=True).encode()):08x}"
+
+    def settings(self) -> dict[str, Any]:
+        """The settings the fingerprint is of (kept in the checkpoint's head line)."""
+        return self.model_dump(
             mode="json",
             exclude={
                 "checkpoint",
@@ -123,7 +135,6 @@ class OfflineConfig(Frozen):
                 "ray_workers",
             },
         )
-        return f"{zlib.crc32(json.dumps(keep, sort_keys=True).encode()):08x}"
 
 
 def parse_drafter(spec: str) -> dict[str, Any]:
@@ -184,15 +195,63 @@ class RequestCounts:
         )
 
     @classmethod
-    def from_json(cls, line: str) -> RequestCounts:
-        d = json.loads(line)
-        c = d.pop("counts")
-        counts = (
-            None
-            if c is None
-            else WalkCounts(**{f: np.asarray([v], dtype=np.float64) for f, v in c.items()})
+    def from_json(cls, line: str, k_max: int) -> RequestCounts:
+        """A checkpoint line back; ``ValueError`` for one that is not a request scored with
+        ``k_max`` (not JSON, a field missing or of another type, counts of another shape)."""
+        try:
+            d = _CheckpointLine.model_validate_json(line)
+        except ValidationError as exc:
+            raise ValueError(validation_problem(exc, where="")) from None
+        counts = None
+        if d.counts is not None:
+            shapes = _count_shapes(k_max)
+            if set(d.counts) != set(shapes):
+                raise ValueError("counts: not the fields of a scored request")
+            arrays = {}
+            for f, shape in shapes.items():
+                a = np.asarray(d.counts[f], dtype=np.float64)
+                if a.shape != shape or not np.all(np.isfinite(a)) or np.any(a < 0):
+                    raise ValueError(f"counts.{f}: not {shape} counts ≥ 0 (another --k-max?)")
+                arrays[f] = a[None]
+            counts = WalkCounts(**arrays)
+        return cls(
+            d.key,
+            d.cls,
+            d.prompt_tokens,
+            d.output_tokens,
+            d.agree,
+            d.truncated,
+            d.retokenized,
+            counts,
+            d.problem,
         )
-        return cls(counts=counts, **d)
+
+
+class _CheckpointLine(Frozen):
+    """One scored request as the checkpoint holds it (read back strictly)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    key: str
+    cls: str | None
+    prompt_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    agree: int = Field(ge=0)
+    truncated: bool
+    retokenized: bool
+    problem: str | None
+    counts: dict[str, list[Any]] | None
+
+
+def _count_shapes(k_max: int) -> dict[str, tuple[int, ...]]:
+    """The shape of each of a request's counters (one row of :class:`WalkCounts`)."""
+    return {
+        "drafts": (k_max,),
+        "draft_tokens": (k_max,),
+        "accepted": (k_max,),
+        "accepted_per_pos": (k_max, k_max),
+        "histogram": (k_max, k_max + 1),
+    }
 
 
 def _request_seed(seed: int, r: LoggedRequest) -> int:
@@ -290,29 +349,91 @@ def _walk(batch: list[tuple[LoggedRequest, Any]], cfg: OfflineConfig) -> list[Re
     return out
 
 
-def _load_checkpoint(path: Path, fingerprint: str) -> dict[str, RequestCounts]:
+def _load_checkpoint(path: Path, cfg: OfflineConfig) -> tuple[dict[str, RequestCounts], list[str]]:
+    """The requests a checkpoint already holds, and notes on what it did not hold whole.
+
+    Refuses (:class:`MeasureError`) a file that is not a checkpoint or was written with other
+    settings; a last line cut by a crash is moved aside (the file ends at its last whole line,
+    where this run appends); lines that are not scored requests are scored again."""
     if not path.exists():
-        return {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines:
-        return {}
+        return {}, []
+    if not path.is_file():
+        raise MeasureError(f"--checkpoint {path}: not a file")
     try:
-        head = json.loads(lines[0])
-    except json.JSONDecodeError:
-        head = {}
-    if head.get("fingerprint") != fingerprint:
-        raise MeasureError(
-            f"--checkpoint {path}: written by a run with other settings (log, models, drafter, K, "
-            "sampling or seed); use another file or delete it"
-        )
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MeasureError(f"--checkpoint {path}: cannot be read ({exc.strerror or exc})") from None
+    if not data:
+        return {}, []
+    lines = data.split(b"\n")
+    _check_head(path, lines[0], cfg)
+    notes: list[str] = []
+    if not data.endswith(b"\n"):
+        notes.append(_set_aside(path, data))
+        lines = lines[:-1]
     done: dict[str, RequestCounts] = {}
-    for raw in lines[1:]:
+    bad: list[int] = []
+    for i, raw in enumerate(lines[1:], start=2):
+        if not raw.strip():
+            continue
         try:
-            rc = RequestCounts.from_json(raw)
-        except (json.JSONDecodeError, TypeError, KeyError):
-            continue  # a line cut by a crash: that request is scored again
+            rc = RequestCounts.from_json(raw.decode("utf-8"), cfg.kmax)
+        except (UnicodeDecodeError, ValueError):
+            bad.append(i)  # scored again
+            continue
         done[rc.key] = rc
-    return done
+    if bad:
+        shown = ", ".join(map(str, bad[:10])) + (" …" if len(bad) > 10 else "")
+        notes.append(
+            f"--checkpoint {path}: {len(bad)} lines are not scored requests (lines {shown}); "
+            "those requests are scored again"
+        )
+    return done, notes
+
+
+def _check_head(path: Path, first: bytes, cfg: OfflineConfig) -> None:
+    """The checkpoint's head line: this run's settings, else refused."""
+    try:
+        head = json.loads(first.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        head = None
+    if not isinstance(head, dict) or not isinstance(head.get("fingerprint"), str):
+        raise MeasureError(
+            f"--checkpoint {path}: not a measure offline checkpoint (its first line is not the "
+            "settings' fingerprint); give a new path, or the checkpoint of this measurement"
+        )
+    if head["fingerprint"] != cfg.fingerprint():
+        theirs, ours = head.get("settings"), cfg.settings()
+        differ = ""
+        if isinstance(theirs, dict):
+            keys = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+            differ = ": " + "; ".join(
+                f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in keys[:6]
+            )
+        raise MeasureError(
+            f"--checkpoint {path}: written by another run, with other settings (log, models, "
+            f"drafter, K, sampling or seed){differ}; use another file or delete it"
+        )
+
+
+def _set_aside(path: Path, data: bytes) -> str:
+    """Move a last line cut by a crash to ``PATH.partial-TIME``; the file keeps its whole lines."""
+    cut = data.rfind(b"\n") + 1
+    aside = path.with_name(f"{path.name}.partial-{time.strftime('%Y%m%dT%H%M%S')}")
+    try:
+        aside.write_bytes(data[cut:])
+        with path.open("r+b") as fh:
+            fh.truncate(cut)
+    except OSError as exc:
+        raise MeasureError(
+            f"--checkpoint {path}: ends in a cut-off line that cannot be set aside "
+            f"({exc.strerror or exc})"
+        ) from None
+    whole = data[:cut].count(b"\n") - 1
+    return (
+        f"--checkpoint {path} ended in a cut-off line (a run stopped mid-write); it was moved to "
+        f"{aside} and the run resumes from the {whole} whole request lines before it"
+    )
 
 
 def _skipped(reasons: dict[str, list[str]]) -> list[Skipped]:
@@ -361,12 +482,19 @@ def measure_offline(
         )
     done: dict[str, RequestCounts] = {}
     ck = None
+    ck_notes: list[str] = []
     if cfg.checkpoint is not None:
-        done = _load_checkpoint(cfg.checkpoint, cfg.fingerprint())
-        ck = cfg.checkpoint.open("a", encoding="utf-8")
-        if cfg.checkpoint.stat().st_size == 0:
-            ck.write(json.dumps({"fingerprint": cfg.fingerprint()}) + "\n")
-            ck.flush()
+        done, ck_notes = _load_checkpoint(cfg.checkpoint, cfg)
+        try:
+            ck = cfg.checkpoint.open("a", encoding="utf-8")
+            if cfg.checkpoint.stat().st_size == 0:
+                head = {"fingerprint": cfg.fingerprint(), "settings": cfg.settings()}
+                ck.write(json.dumps(head) + "\n")
+                ck.flush()
+        except OSError as exc:
+            raise MeasureError(
+                f"--checkpoint {cfg.checkpoint}: cannot be written ({exc.strerror or exc})"
+            ) from None
     todo = [r for r in reqs if r.where not in done]
     fresh: dict[str, RequestCounts] = {}
     tokens = sum(
@@ -406,9 +534,10 @@ def measure_offline(
         RequestCounts(**{**(done.get(r.where) or fresh[r.where]).__dict__, "cls": r.cls})
         for r in reqs
     ]
-    return _result(
+    out = _result(
         cfg, read.skipped, read.left_out, len(read.requests), results, time.perf_counter() - t0
     )
+    return out.model_copy(update={"notes": [*ck_notes, *out.notes]}) if ck_notes else out
 
 
 def _result(

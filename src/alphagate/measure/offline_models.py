@@ -142,6 +142,40 @@ def _dtype(torch: Any, name: str, device: str) -> Any:
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
+def _check_weights(info: dict[str, Any], cfg: dict[str, Any], path: str, what: str) -> None:
+    """Refuse a checkpoint whose weights are not the architecture its config names: transformers
+    initialises a missing weight at random and goes on (a warning), and a random model would be
+    measured as if it were the drafter. Extra weights alone are not refused."""
+    missing = sorted(str(k) for k in info.get("missing_keys") or ())
+    mismatched = sorted(
+        str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys") or ()
+    )
+    if not missing and not mismatched:
+        return
+    unexpected = sorted(str(k) for k in info.get("unexpected_keys") or ())
+    arch = ", ".join(cfg.get("architectures") or []) or cfg.get("model_type", "?")
+    hint = ""
+    if any("eagle" in str(a).lower() for a in cfg.get("architectures") or []) or any(
+        k.startswith(("fc.", "midlayer.")) for k in unexpected
+    ):
+        hint = "; it looks like an EAGLE-3 head: give --drafter eagle3:PATH"
+    parts = []
+    if missing:
+        parts.append(
+            f"{len(missing)} missing ({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''})"
+        )
+    if mismatched:
+        parts.append(f"{len(mismatched)} of another shape ({', '.join(mismatched[:3])})")
+    if unexpected:
+        parts.append(
+            f"{len(unexpected)} not of it ({', '.join(unexpected[:3])}{' …' if len(unexpected) > 3 else ''})"
+        )
+    raise MeasureError(
+        f"{what}: the weights in {path} do not fit its architecture ({arch}): "
+        f"{'; '.join(parts)} — loading it would measure randomly initialised weights{hint}"
+    )
+
+
 class CausalLM:
     """A transformers causal LM, run as decoder (hidden states) + lm_head (logits by chunks)."""
 
@@ -152,9 +186,22 @@ class CausalLM:
         for key in ("final_logit_softcapping", "logit_scale"):
             if cfg.get(key) not in (None, 1.0):
                 raise MeasureError(f"{what}: {key} = {cfg[key]} is not supported (config.json)")
+        from transformers.utils import logging as hf_logging
+
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        try:  # its table of missing weights: _check_weights says what matters, once
+            loaded: Any = AutoModelForCausalLM.from_pretrained(
+                path, local_files_only=True, dtype=dtype, output_loading_info=True
+            )
+            model, info = loaded
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise MeasureError(f"{what}: cannot load {path} ({exc})") from None
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        _check_weights(info, cfg, path, what)
         try:
-            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
-            self.model = model.to(device)  # type: ignore[arg-type]
+            self.model = model.to(device)
         except (OSError, ValueError, RuntimeError) as exc:
             raise MeasureError(f"{what}: cannot load {path} ({exc})") from None
         self.model.eval()
