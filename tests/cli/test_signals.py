@@ -1,5 +1,6 @@
-"""Ctrl-C and SIGTERM end a bench run the same way: every completed record kept, summary.json
-written and marked interrupted, exit code 130 — in a real subprocess, against a real server."""
+"""Ctrl-C, SIGTERM and SIGHUP end a bench run the same way: every completed record kept,
+summary.json written and marked interrupted, exit code 130 — in a real subprocess, against a real
+server. A Ctrl-C while the command is still starting exits 130 without a traceback."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ SLOW = TwinConfig(
 )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signal_keeps_records_and_writes_the_summary(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "o"
     with twin(SLOW) as (url, _):
@@ -92,3 +93,35 @@ def test_a_watching_gate_stops_on_a_signal_with_its_last_decision(
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert json.loads(out.read_text())["decision"] == "pass"
+
+
+_INTERRUPT_WHILE_IMPORTING = """
+import importlib.abc, os, signal, sys
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == sys.argv[1]:  # Ctrl-C while the verb imports this module
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+from alphagate.cli import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("module", ["typer", "rich.console", "pydantic"])
+def test_ctrl_c_while_bench_starts_is_exit_130_without_a_traceback(
+    tmp_path: Path, module: str
+) -> None:
+    """The first ~0.2 s of ``alphagate bench`` import its libraries; a Ctrl-C then (landed
+    deterministically here, inside the import of ``module``) has nothing to keep."""
+    r = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_WHILE_IMPORTING, module, "bench", "--url",
+         "http://127.0.0.1:9", "-n", "2", "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 130, r.stderr
+    assert "Traceback" not in r.stderr and "interrupted" in r.stderr
+    assert not (tmp_path / "o").exists()  # nothing was started

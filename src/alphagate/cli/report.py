@@ -3,10 +3,13 @@
 Reads every file first and refuses bad input with one message per file (exit 2): a file of
 another schema or version, truncated JSON, a bench summary whose ``requests.jsonl`` is missing, an
 empty sweep. ``--partial`` renders what can be read instead, and the page lists what is missing.
+A path whose bytes are not UTF-8 is shown with those bytes escaped (``\\xff``), and the command
+that reproduces the page quotes it for the shell (``$'\\xff'``).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -41,17 +44,34 @@ class ReportWritten(Frozen):
     missing: list[str]
 
 
+def _shown(path: Path) -> str:
+    """``path`` as text: bytes that are not UTF-8 escaped (``\\xff``), never a surrogate that no
+    page, JSON or terminal can encode."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _quoted(path: Path) -> str:
+    """``path`` quoted for a POSIX shell; one whose bytes are not UTF-8 as bash's ``$'…'``."""
+    raw = os.fsencode(path)
+    try:
+        return shlex.quote(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        plain = (chr(b) if 32 <= b < 127 and b not in b"'\\" else f"\\x{b:02x}" for b in raw)
+        return "$'" + "".join(plain) + "'"
+
+
 def _read(path: Path) -> str:
     from alphagate.core.errors import ConfigError
 
+    shown = _shown(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: not found (or not a file)")
+        raise ConfigError(f"{shown}: not found (or not a file)")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+        raise ConfigError(f"{shown}: not a UTF-8 text file") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise ConfigError(f"{shown}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _with_records(item: Input, path: Path, partial: bool, notes: list[str]) -> Input:
@@ -62,14 +82,15 @@ def _with_records(item: Input, path: Path, partial: bool, notes: list[str]) -> I
         return item
     found, looked = item.result.records_path(path)
     if found is None:
-        where = " or ".join(str(p) for p in looked)
+        where = " or ".join(_shown(p) for p in looked)
         raise ConfigError(
-            f"{path}: its requests.jsonl is missing (looked for {where}); the ITL distribution "
-            "and the per-class acceptance need it"
+            f"{_shown(path)}: its requests.jsonl is missing (looked for {where}); the ITL "
+            "distribution and the per-class acceptance need it"
         )
-    records, skipped = parse_records(str(found), _read(found), item.result.run_id, partial=partial)
+    source = _shown(found)
+    records, skipped = parse_records(source, _read(found), item.result.run_id, partial=partial)
     notes += skipped
-    return item.model_copy(update={"records": records, "records_source": str(found)})
+    return item.model_copy(update={"records": records, "records_source": source})
 
 
 def load_inputs(
@@ -86,7 +107,7 @@ def load_inputs(
     notes: list[str] = []
     for path in paths:
         try:
-            item = parse_results(str(path), _read(path))
+            item = parse_results(_shown(path), _read(path))
         except ConfigError as exc:
             problems.append(str(exc))
             continue
@@ -104,10 +125,8 @@ def load_inputs(
 
 
 def _command(results: list[Path], out: Path, partial: bool) -> str:
-    args = " ".join(shlex.quote(str(p)) for p in results)
-    return f"alphagate report {args} --out {shlex.quote(str(out))}" + (
-        " --partial" if partial else ""
-    )
+    args = " ".join(_quoted(p) for p in results)
+    return f"alphagate report {args} --out {_quoted(out)}" + (" --partial" if partial else "")
 
 
 def write_report(inputs: ReportInputs, out: Path, flag: str) -> ReportWritten:
@@ -118,7 +137,7 @@ def write_report(inputs: ReportInputs, out: Path, flag: str) -> ReportWritten:
     page = build_page(inputs)
     atomic_write_text(out, render_html(page), flag)
     return ReportWritten(
-        out=str(out),
+        out=_shown(out),
         inputs=[i.source for i in inputs.inputs],
         sections=[s.id for s in page.sections],
         empty_sections=[s.id for s in page.sections if not s.blocks],

@@ -208,6 +208,12 @@ def simulate_cmd(
 
     if concurrency and rate:
         fail("give --concurrency or --rate, not both", "--rate")
+    if classes and "alphas" in _given(ctx):
+        fail(
+            "--class gives each traffic class its α (or --alpha-from does): drop --alpha, or "
+            "drop --class to compare the --alpha values",
+            "--alpha",
+        )
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
     mix = _classes(classes, alpha_from, alpha_overall, ks)
