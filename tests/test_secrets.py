@@ -302,11 +302,6 @@ def test_bench_against_an_unreachable_url_with_credentials(
     check(r, (1,), tmp_path, caplog, "bench, unreachable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/bench.py (not in this change) echoes a non-http --metrics-url in its message: "
-    "fail(f'{redact(m)!r} is not an http(s) URL', '--metrics-url') fixes it",
-)
 def test_bench_a_bad_metrics_url_is_not_echoed(
     cli: Cli, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -315,11 +310,6 @@ def test_bench_a_bad_metrics_url_is_not_echoed(
     check(r, (2,), tmp_path, caplog, "bench --metrics-url ftp://")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bench/runner.py (not in this change) writes each level's target URL as given into "
-    "summary.json (LevelSummary.url): it must pass redact_url(url) to summarize_level",
-)
 def test_bench_a_query_key_in_the_url_is_not_written(
     cli: Cli, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -327,6 +317,21 @@ def test_bench_a_query_key_in_the_url_is_not_written(
         r = cli.run("bench", "--url", f"{url}?api_key={CANARY}", *BENCH,
                     "--out", str(tmp_path / "o"), "--json")  # fmt: skip
     check(r, (0, 1), tmp_path, caplog, "bench, a query key")
+
+
+def test_bench_metrics_url_credentials_become_a_header_and_a_query_stays_after_the_path(
+    cli: Cli, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--metrics-url http://user:PASSWORD@…`` authenticates its scrapes (Basic), and a key in
+    the target's query string is sent after each request's path, never inside it."""
+    with spy_twin() as (url, seen):
+        r = cli.run("bench", "--url", f"{url}?region=eu", *BENCH,
+                    "--metrics-url", f"http://user:{CANARY}@{_host(url)}/metrics",
+                    "--out", str(tmp_path / "o"), "--json")  # fmt: skip
+    check(r, (0, 1), tmp_path, caplog, "bench --metrics-url with credentials")
+    assert seen.auth("/metrics") == {BASIC}
+    assert seen.queries("/v1/completions") == {"region=eu"}
+    assert r.exit_code == 0, r.output
 
 
 # ---------------------------------------------------------------------------- measure live

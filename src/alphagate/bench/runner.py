@@ -46,6 +46,7 @@ from alphagate.bench.sse import EventTooLong, SSEParser
 from alphagate.bench.sweep import KneeSweep, Sweep
 from alphagate.bench.validity import LoopLag, RunValidity, run_validity, twin_lag
 from alphagate.core.records import Frozen
+from alphagate.core.secrets import join_path, redact_url, split_credentials
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
 from alphagate.sim.workload import arrival_times
 
@@ -366,7 +367,7 @@ class BenchRunner:
     ) -> LevelSummary:
         return summarize_level(
             target,
-            url,
+            redact_url(url),
             level.label,
             level.concurrency,
             level.rate,
@@ -383,7 +384,7 @@ class BenchRunner:
         if self.model is None:
             self.model = await self._first_model(url)
         self._level_n = self._level_err = 0
-        metrics_urls = list(self.cfg.metrics_urls or (url.rstrip("/") + "/metrics",))
+        metrics_urls = list(self.cfg.metrics_urls or (join_path(url, "/metrics"),))
         before = await self._scrape(metrics_urls) if self.cfg.scrape_metrics else None
         start = len(self.records)
         lag = LoopLag.start() if self.pool is None else None
@@ -411,7 +412,7 @@ class BenchRunner:
                 except ValueError as exc:  # accepted above drafted, a position above the last…
                     self.metrics_problems.append(
                         f"{target} {level.label}: the spec-decode counters of "
-                        f"{', '.join(metrics_urls)} cannot be a decoder's ({exc}); the level's "
+                        f"{', '.join(map(redact_url, metrics_urls))} cannot be a decoder's ({exc}); the level's "
                         "acceptance is left out"
                     )
         server_lag = None if before is None or after is None else twin_lag(before, after)
@@ -428,7 +429,8 @@ class BenchRunner:
     async def _get(self, url: str) -> bytes | None:
         """The body of ``GET url`` when it answers 200 within the timeout, else None."""
         try:
-            ep = StreamClient.endpoint(url, _headers(self.cfg), "GET")
+            bare, auth = split_credentials(url)  # user:password@ in a --metrics-url: a header
+            ep = StreamClient.endpoint(bare, {**_headers(self.cfg), **auth}, "GET")
             reply = await asyncio.wait_for(self._client().request(ep), self.cfg.timeout_s)
         except (
             ConnectError,
@@ -442,7 +444,7 @@ class BenchRunner:
         return reply.body if reply.status == 200 else None
 
     async def _first_model(self, url: str) -> str | None:
-        body = await self._get(url.rstrip("/") + "/v1/models")
+        body = await self._get(join_path(url, "/v1/models"))
         try:
             return None if body is None else str(orjson.loads(body)["data"][0]["id"])
         except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
@@ -676,7 +678,7 @@ class BenchRunner:
         if ep is None:
             path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
             headers = {**_headers(self.cfg), "Content-Type": "application/json"}
-            ep = self._endpoints[url] = StreamClient.endpoint(url.rstrip("/") + path, headers)
+            ep = self._endpoints[url] = StreamClient.endpoint(join_path(url, path), headers)
         payloads, event = SSEParser().payloads, state.event
         problems: list[tuple[str, str]] = []
         received = 0  # body bytes read

@@ -58,7 +58,11 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLAS
     args = sys.argv[1:] if argv is None else argv
     verb = _verb(args)
-    _load([verb] if verb is not None else list(VERBS))(args=args)
+    try:
+        _load([verb] if verb is not None else list(VERBS))(args=args)
+    except KeyboardInterrupt:  # Ctrl-C before a verb's own handler is installed: no traceback
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130) from None
 
 
 def __getattr__(name: str) -> Any:

@@ -122,10 +122,19 @@ def finite_float(
     return check
 
 
+def _no_empty_entry(text: str, flag: str) -> None:
+    """``''``, ``1,,2`` and ``4,`` are refused: an empty entry is a typo, not a level."""
+    if not text.strip():
+        fail("the list is empty", flag)
+    if any(not part.strip() for part in text.split(",")):
+        fail(f"{text!r} has an empty entry", flag)
+
+
 def float_list(
     text: str, flag: str, lo: float | None = None, hi: float | None = None
 ) -> list[float]:
     """``0.4,0.5,0.7`` → finite floats in [lo, hi]."""
+    _no_empty_entry(text, flag)
     try:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -142,6 +151,7 @@ def float_list(
 
 def int_list(text: str, flag: str, lo: int = 1, hi: int = 1_000_000) -> list[int]:
     """``1,16,64`` → integers in [lo, hi]."""
+    _no_empty_entry(text, flag)
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:

@@ -41,6 +41,7 @@ __all__ = [
     "auth_headers",
     "check_header",
     "credentials_header",
+    "join_path",
     "plain_http_warning",
     "redact",
     "redact_headers",
@@ -229,6 +230,13 @@ def redact(text: str, secrets: Secrets | None = None) -> str:
 def redact_url(url: str) -> str:
     """A URL as it may be shown: ``http://user:<redacted>@host/?api_key=<redacted>``."""
     return redact(url)
+
+
+def join_path(url: str, path: str) -> str:
+    """``path`` appended to the URL's own path, its query string kept after it:
+    ``http://h:8000/v1?api_key=K`` + ``/metrics`` → ``http://h:8000/v1/metrics?api_key=K``."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
