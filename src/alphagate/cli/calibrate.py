@@ -64,6 +64,7 @@ def calibrate_cmd(
     results: Annotated[
         list[Path] | None,
         typer.Argument(
+            metavar="RESULTS",
             help="Saved measurements: alphagate bench results (a summary.json, or its folder, "
             "with its requests.jsonl) or vllm bench serve --save-result JSON files.",
             show_default=False,

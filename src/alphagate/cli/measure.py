@@ -4,9 +4,8 @@ wrong source; 3 the source works but has not seen enough drafts yet; 130 interru
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -206,7 +205,10 @@ def live(
 @measure_app.command("bench", short_help="Acceptance per class from a bench run's records.")
 def bench(
     summary: Annotated[
-        Path, typer.Argument(help="A bench summary.json (its requests.jsonl beside it).")
+        Path,
+        typer.Argument(
+            metavar="SUMMARY", help="A bench summary.json (its requests.jsonl beside it)."
+        ),
     ],
     min_drafts: Annotated[
         int, typer.Option("--min-drafts", min=1, help="Exit 3 below this many drafts.")
@@ -284,7 +286,8 @@ def logs(
     files: Annotated[
         list[str],
         typer.Argument(
-            help="Log files, or - for standard input (kubectl logs … | alphagate measure logs -)."
+            metavar="LOG",
+            help="Log files, or - for standard input (kubectl logs … | alphagate measure logs -).",
         ),
     ],
     since: Annotated[
@@ -302,7 +305,7 @@ def logs(
 ) -> None:
     """Sum vLLM's periodic 'SpecDecoding metrics' lines over a window; without them, SGLang's
     logged /generate responses (meta_info) or its 'Decode batch … accept len' lines."""
-    from alphagate.measure.logs import measure_logs, parse_when
+    from alphagate.measure.logs import measure_logs, parse_when, read_lines
     from alphagate.measure.prometheus import parse_duration
     from alphagate.measure.results import MeasureError
 
@@ -312,17 +315,9 @@ def logs(
         if f != "-" and (not Path(f).exists() or Path(f).is_dir()):
             fail(f"log file not found (or a directory): {f}", "FILES")  # a FIFO is fine
 
-    def lines() -> Iterator[str]:  # streamed: a log of days need not fit in memory
-        for f in files:
-            if f == "-":
-                yield from sys.stdin
-                continue
-            with Path(f).open(encoding="utf-8", errors="replace") as fh:
-                yield from fh
-
     try:
         result = measure_logs(
-            lines(),
+            read_lines(files),  # streamed, each line with its file and number
             ", ".join(files),
             since=parse_when(since) if since else None,
             until=parse_when(until) if until else None,

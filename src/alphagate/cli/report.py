@@ -147,7 +147,9 @@ def write_report(inputs: ReportInputs, out: Path, flag: str) -> ReportWritten:
 
 @app.command("report", short_help="One self-contained HTML page from results files.")
 def report_cmd(
-    results: Annotated[list[Path], typer.Argument(help=_RESULTS_HELP, show_default=False)],
+    results: Annotated[
+        list[Path], typer.Argument(metavar="RESULTS", help=_RESULTS_HELP, show_default=False)
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path(
         "report.html"
     ),

@@ -414,7 +414,7 @@ def _read(lines: Iterable[InputLine], source: str) -> _Read:
     """One pass over the input; the same SpecDecoding line twice (same time, same text) is
     refused, naming both places."""
     out = _Read([], [], [], [], {}, False)
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[int, str]] = {}  # line text → (input number, where) of its first
     for i, item in enumerate(lines, start=1):
         if isinstance(item, str):
             text, where = item, str(i)
@@ -438,8 +438,8 @@ def _read(lines: Iterable[InputLine], source: str) -> _Read:
             out.bad_time.append(where)
         if parsed.when is not None:
             key = text.rstrip("\r\n")
-            first = seen.setdefault(key, where)
-            if first != where:
+            first_i, first = seen.setdefault(key, (i, where))
+            if first_i != i:
                 shown = (
                     f"{where} repeats {first}"
                     if isinstance(item, tuple)
