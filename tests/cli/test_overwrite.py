@@ -50,3 +50,35 @@ def test_gate_and_plan_never_write_over_their_inputs(
         cli, ["plan", "--class", "chat:1", "-c", "4", "--alpha-from", str(summary), "--out", str(summary)],
         summary,
     )  # fmt: skip
+
+
+def test_report_bench_calibrate_and_measure_never_write_over_their_inputs(
+    cli: Cli, summary: Path, tmp_path: Path
+) -> None:
+    records = summary.with_name("requests.jsonl")
+    _refused(cli, ["report", str(summary), "--out", str(summary)], summary)
+    _refused(cli, ["report", str(summary), "--out", str(records)], records)
+    # a run's records replayed as the dataset, written back into the same folder
+    _refused(
+        cli,
+        ["bench", "--url", "http://127.0.0.1:9", "--dataset", str(records), "--out",
+         str(summary.parent)],
+        records,
+    )  # fmt: skip
+    _refused(cli, ["calibrate", str(summary), "--out", str(summary)], summary)
+    _refused(
+        cli, ["calibrate", str(summary), "--bench-out", str(summary.parent), "--out",
+              str(tmp_path / "p.json")], records,
+    )  # fmt: skip
+    _refused(cli, ["measure", "bench", str(summary), "--out", str(records)], records)
+    scrape = tmp_path / "before.txt"
+    scrape.write_text("# a scrape\n")
+    _refused(cli, ["measure", "live", "--from-file", str(scrape), "--from-file", str(scrape),
+                   "--out", str(scrape)], scrape)  # fmt: skip
+    log = tmp_path / "v.log"
+    log.write_text("INFO a log line\n")
+    _refused(cli, ["measure", "logs", str(log), "--out", str(log)], log)
+    _refused(cli, ["measure", "offline", "--log", str(records), "--target", str(tmp_path),
+                   "--drafter", "ngram", "--out", str(records)], records)  # fmt: skip
+    _refused(cli, ["measure", "offline", "--log", str(records), "--target", str(tmp_path),
+                   "--drafter", "ngram", "--checkpoint", str(records)], records)  # fmt: skip

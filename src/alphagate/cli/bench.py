@@ -34,7 +34,7 @@ try:  # ~0.2 s of imports: a Ctrl-C that lands here has nothing to keep, and get
         print_json,
     )
     from alphagate.cli._files import RecordsFile, replace_file, sigterm_as_interrupt
-    from alphagate.cli._options import SeedOpt, check_output_path
+    from alphagate.cli._options import SeedOpt, check_no_overwrite, check_output_path
 except KeyboardInterrupt:  # pragma: no cover - timing; tests/cli/test_signals.py sends it
     sys.stderr.write("interrupted\n")
     raise SystemExit(130) from None
@@ -372,6 +372,10 @@ def bench_cmd(
     check_output_path(out_dir, "--out", directory=True)
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
+    dataset_file = (
+        Path(dataset) if dataset is not None and not dataset.startswith("synthetic:") else None
+    )
+    check_no_overwrite([(out_dir, "--out", True), (plot, "--plot", True)], [dataset_file, trace])
     prompts, problems = _prompts(
         trace, dataset, num_prompts, seed, strict, class_field=class_field, only_class=only_class
     )

@@ -48,6 +48,7 @@ from alphagate.cli._options import (
     ModelOpt,
     SeedOpt,
     TpOpt,
+    check_no_overwrite,
     check_output_path,
     deployment,
 )
@@ -201,6 +202,7 @@ def calibrate_cmd(
     check_output_path(out, "--out", directory=False)
     if bench_out is not None:
         check_output_path(bench_out, "--bench-out", directory=True)
+    check_no_overwrite([(out, "--out", False), (bench_out, "--bench-out", True)], results or [])
     dep = CostFlags(draft_tp=draft_tp, cudagraph_max_tokens=cudagraph_max_tokens).apply(
         deployment(
             model=model,

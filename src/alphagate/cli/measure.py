@@ -23,7 +23,7 @@ from alphagate.cli._app import (
     print_json,
 )
 from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
-from alphagate.cli._options import check_output_path
+from alphagate.cli._options import check_no_overwrite, check_output_path
 
 if TYPE_CHECKING:
     from alphagate.measure.offline import OfflineConfig
@@ -136,6 +136,7 @@ def live(
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
+    check_no_overwrite([(out, "--out", False)], from_files or [])
     if bool(urls) == bool(from_files):
         fail("give --url (live servers) or --from-file (saved scrapes), not both", "--url")
     if from_files:
@@ -224,6 +225,7 @@ def bench(
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
+    check_no_overwrite([(out, "--out", False)], [summary])
     try:
         result = measure_bench(summary)
     except ConfigError as exc:
@@ -311,6 +313,7 @@ def logs(
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
+    check_no_overwrite([(out, "--out", False)], [Path(f) for f in files if f != "-"])
     for f in files:
         if f != "-" and (not Path(f).exists() or Path(f).is_dir()):
             fail(f"log file not found (or a directory): {f}", "FILES")  # a FIFO is fine
@@ -461,6 +464,9 @@ def offline(
         check_output_path(out, "--out", directory=False)
     if checkpoint is not None:
         check_output_path(checkpoint, "--checkpoint", directory=False)
+    check_no_overwrite([(out, "--out", False), (checkpoint, "--checkpoint", False)], logs)
+    if out is not None and checkpoint is not None and out.resolve() == checkpoint.resolve():
+        fail(f"{out} is also the --checkpoint: give the results another file", "--out")
     try:
         cfg = OfflineConfig(
             logs=tuple(logs),
