@@ -93,6 +93,8 @@ def run_bench(
     knees = runner.knees if runner is not None else None
     return BenchResult(
         run_id=run_id,
+        started_at=t0_wall,
+        ended_at=time.time(),
         config=redacted_config(cfg),
         levels=levels,
         comparisons=compare_levels(levels),
