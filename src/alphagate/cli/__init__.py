@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     verb = _verb(args)
     try:
+        from alphagate.cli import _app
+
+        _app.COMMAND_LINE = list(args)
         _load([verb] if verb is not None else list(VERBS))(args=args)
     except KeyboardInterrupt:  # Ctrl-C before a verb's own handler is installed: no traceback
         sys.stderr.write("interrupted\n")

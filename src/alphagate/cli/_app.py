@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 console = Console(highlight=False)
+#: The command line :func:`alphagate.cli.main` was given (None when the app is invoked some
+#: other way, e.g. by click's test runner): what a verb re-runs in a child process.
+COMMAND_LINE: list[str] | None = None
 err_console = Console(stderr=True, highlight=False)
 R = TypeVar("R", bound=BaseModel)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -48,6 +49,7 @@ from alphagate.cli._options import (
     TpOpt,
     _is_default,
     calibrated_deployment,
+    check_output_path,
     deployment,
     traffic_classes,
     workload,
@@ -159,6 +161,23 @@ def twin_cmd(
         ),
     ] = False,
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Start the twin in a child process, wait until it listens, print its URL and "
+            "process id, and return (stop it with the printed kill command). Its output goes "
+            "to --log-file.",
+        ),
+    ] = False,
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-file",
+            help="With --background: where the twin's output goes (default: "
+            "alphagate-twin-PID.log in the system's temporary folder).",
+        ),
+    ] = None,
 ) -> None:
     """A vLLM-like OpenAI endpoint on the simulator, with or without speculative decoding.
 
@@ -248,6 +267,9 @@ def twin_cmd(
                 soft_wrap=True,
             )
 
+        if background:
+            _start_in_background(host, log_file)
+            return
         serve(cfg, host, port, listening)
     except ConfigError as exc:
         config_error(exc, "--model/--gpu/--tp/--dtype")
@@ -256,6 +278,68 @@ def twin_cmd(
         config_error(exc, "--served-model-name" if "served_model_name" in fields else None)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", "--host/--port")
+
+
+#: seconds a background twin may take to start listening
+_START_TIMEOUT_S = 120.0
+
+
+def _start_in_background(host: str, log_file: Path | None) -> None:
+    """Run this command line again without ``--background`` in a child that ignores SIGHUP (as
+    ``nohup`` does, so it outlives the terminal and stays in the caller's process group), wait
+    for its "listening" line, and print how to reach and stop it."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from alphagate.cli import _app
+
+    if _app.COMMAND_LINE is None:
+        fail(
+            "--background needs the alphagate command line (run `alphagate twin …`)", "--background"
+        )
+    argv = [a for a in _app.COMMAND_LINE if a != "--background"]
+    log = log_file or Path(tempfile.gettempdir()) / f"alphagate-twin-{os.getpid()}.log"
+    check_output_path(log, "--log-file", directory=False)
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited through exec
+    try:
+        with log.open("wb") as out:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "alphagate", *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+            )
+    finally:
+        signal.signal(signal.SIGHUP, old)
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    url = None
+    while url is None:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"alphagate twin: .*? on (http://\S+?) —", text)
+        if m:
+            url = m.group(1)
+        elif child.poll() is not None:
+            fail(
+                f"the twin exited with code {child.returncode} before listening:\n{text.strip()}",
+                "--background",
+            )
+        elif time.monotonic() > deadline:
+            child.kill()
+            fail(
+                f"the twin did not listen within {_START_TIMEOUT_S:g} s (log: {log})",
+                "--background",
+            )
+        else:
+            time.sleep(0.05)
+    console.print(
+        f"alphagate twin: listening on {url} (pid {child.pid}, log {log}); stop it with: "
+        f"kill {child.pid}",
+        soft_wrap=True,
+    )
 
 
 #: a host name as RFC 1123 allows: dot-separated labels of letters, digits and inner hyphens
