@@ -203,6 +203,7 @@ def test_counters_no_decoder_produces_are_bad_input_with_every_record_kept(
     assert "Traceback" not in r.output
     level = json.loads((out / "summary.json").read_text())["levels"][0]
     assert level["acceptance"] is None and level["overall"]["completed"] == 3
+    assert "95 accepted tokens exceed 30 drafted" in level["acceptance_problem"]
     assert len(_records(out)) == 3
 
 

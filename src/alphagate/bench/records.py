@@ -394,6 +394,11 @@ class LevelSummary(Frozen):
     overall: Stats
     classes: dict[str, Stats]
     acceptance: SpecAcceptance | None
+    acceptance_problem: str | None = Field(
+        default=None,
+        description="why the /metrics counters gave no acceptance (counters no decoder produces, "
+        "…); None when they did, or were not scraped",
+    )
     request_acceptance: RequestAcceptance | None = Field(
         default=None,
         description="from the server's per-request counts (vLLM --per-request-spec-decode-"
@@ -437,6 +442,7 @@ def summarize_level(
     time_scale: float | None = None,
     repeat: int = 0,
     validity: RunValidity | None = None,
+    acceptance_problem: str | None = None,
 ) -> LevelSummary:
     """The one place a run's summary is assembled (after a run, or from an interrupted one)."""
     classes = sorted({r.cls for r in records if r.cls is not None})
@@ -464,6 +470,7 @@ def summarize_level(
         overall=overall,
         classes={c: stats_of(r for r in records if r.cls == c) for c in classes},
         acceptance=acceptance,
+        acceptance_problem=acceptance_problem,
         request_acceptance=request_acceptance(records),
         goodput=goodput,
         time_scale=time_scale,
@@ -502,6 +509,9 @@ def merge_runs(
                 for c in classes
             },
             "acceptance": merge_acceptance(measured) if len(measured) == len(runs) else None,
+            "acceptance_problem": next(
+                (r.acceptance_problem for r in runs if r.acceptance_problem), None
+            ),
             "request_acceptance": request_acceptance(records),
             "goodput": None if slo is None else goodput_of(records, slo, duration),
             "runs": [run for r in runs for run in r.runs],

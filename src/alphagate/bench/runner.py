@@ -364,6 +364,7 @@ class BenchRunner:
         *,
         repeat: int = 0,
         validity: RunValidity | None = None,
+        acceptance_problem: str | None = None,
     ) -> LevelSummary:
         return summarize_level(
             target,
@@ -377,6 +378,7 @@ class BenchRunner:
             time_scale=level.time_scale,
             repeat=repeat,
             validity=validity,
+            acceptance_problem=acceptance_problem,
         )
 
     async def run_level(self, target: str, url: str, level: Level) -> LevelSummary:
@@ -403,6 +405,7 @@ class BenchRunner:
         lag_ms = None if lag is None else lag.stop()
         recs = self.records[start:]
         acceptance: SpecAcceptance | None = None
+        problem: str | None = None
         after = None
         if before is not None:
             after = await self._scrape(metrics_urls)
@@ -410,16 +413,17 @@ class BenchRunner:
                 try:
                     acceptance = spec_delta(before, after)
                 except ValueError as exc:  # accepted above drafted, a position above the last…
-                    self.metrics_problems.append(
-                        f"{target} {level.label}: the spec-decode counters of "
-                        f"{', '.join(map(redact_url, metrics_urls))} cannot be a decoder's ({exc}); the level's "
-                        "acceptance is left out"
+                    problem = (
+                        f"the spec-decode counters of {', '.join(map(redact_url, metrics_urls))} "
+                        f"cannot be a decoder's ({exc}); the level's acceptance is left out"
                     )
+                    self.metrics_problems.append(f"{target} {level.label}: {problem}")
         server_lag = None if before is None or after is None else twin_lag(before, after)
         validity = run_validity(recs, lag_ms, server_lag, workers=self.pool is not None)
         return self._summary(
-            target, url, level, recs, acceptance, repeat=self.repeat, validity=validity
-        )
+            target, url, level, recs, acceptance, repeat=self.repeat, validity=validity,
+            acceptance_problem=problem,
+        )  # fmt: skip
 
     def _client(self) -> StreamClient:
         if self._http is None:
