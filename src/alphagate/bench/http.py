@@ -300,8 +300,12 @@ class StreamClient:
             except BaseException:  # cancelled (Ctrl-C, the stall watchdog): the exchange is lost
                 conn.close()
                 raise
-            if reply.status >= 400 and reply.body:
-                return replace(reply, body=ep.secrets.redact_bytes(reply.body))
+            if reply.body or reply.location:  # a kept body may echo what we sent: redacted
+                return replace(
+                    reply,
+                    body=ep.secrets.redact_bytes(reply.body) if reply.body else reply.body,
+                    location=ep.secrets.redact(reply.location),
+                )
             return reply
         raise StreamTruncated("the server closed two connections before replying")
 
