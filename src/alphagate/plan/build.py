@@ -212,6 +212,7 @@ def _class_rows(
                 share=c.cls.share,
                 alpha=float(c.cls.alpha if c.cls.alpha is not None else c.low),
                 alpha_label=c.cls.alpha_label(),
+                alpha_by_pos=c.cls.alpha_by_pos,
                 alpha_low=c.low,
                 alpha_high=c.high,
                 alpha_source=c.kind,

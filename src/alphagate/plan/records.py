@@ -199,6 +199,9 @@ class ClassRow(Frozen):
     share: float = Field(description="fraction of output tokens")
     alpha: float = Field(description="conditional α used (the prior's midpoint for a prior)")
     alpha_label: str = Field(description="α as given: one value or one per position")
+    alpha_by_pos: tuple[float, ...] | None = Field(
+        default=None, description="the conditional α per draft position given; None: one α"
+    )
     alpha_low: float = Field(description="low end of the prior (= α when given or measured)")
     alpha_high: float
     alpha_source: AlphaSource
