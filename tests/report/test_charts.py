@@ -115,8 +115,10 @@ def test_plan_speedup_labels_each_point_with_its_k_and_draws_the_schedule(
 
 def test_plan_alpha_shows_a_prior_with_its_range(results: dict[str, Path]) -> None:
     p = _plan(results).plan
-    lines = {line.label: line for line in charts.plan_alpha_chart(p).panels[0].lines}
-    chat, code = lines["chat (given)"], lines["code (prior, prior range)"]
+    chart = charts.plan_alpha_chart(p)
+    assert chart is not None
+    lines = {line.label: line for line in chart.panels[0].lines}
+    chat, code = lines["chat planned (given)"], lines["code planned (prior, prior range)"]
     assert chat.low is None and set(chat.y) == {0.7}
     prior = next(c for c in p.classes if c.name == "code")
     assert code.low is not None and set(code.low) == {prior.alpha_low}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from alphagate.bench.records import BenchResult, LevelSummary
 from alphagate.bench.sweep import ladder
-from alphagate.report.charts import Chart, HLine, Line, Panel
+from alphagate.report.charts import Chart, HLine, Line, Panel, bench_sides
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -77,7 +77,14 @@ def _goodput_ratio_panel(result: BenchResult, axis: str) -> Panel | None:
         title="goodput, candidate ÷ baseline",
         x_label=axis,
         y_label="goodput ratio (×, higher = candidate better)",
-        lines=(Line(label="candidate ÷ baseline", x=rx, y=tuple(r for _, r in ratios)),),
+        lines=(
+            Line(
+                label="candidate ÷ baseline",
+                x=rx,
+                y=tuple(r for _, r in ratios),
+                points=len(set(rx)) <= 2,
+            ),
+        ),
         refs=(HLine(1.0, "break-even (1×)"),),
         x_ticks=rx,
         x_tick_labels=tuple(f"{x:g}" for x in rx),
@@ -102,13 +109,16 @@ def goodput_chart(result: BenchResult) -> Chart | None:
         xs = [float(lv.load or 0.0) for lv in lvs]
         all_loads.update(xs)
         labels = _knee_labels(result, target, xs)
+        few = len(set(xs)) <= 2  # one or two loads: points, not a curve
         good_lines.append(
             Line(
                 label=target,
                 x=tuple(xs),
                 y=tuple(lv.goodput.good_requests_per_s if lv.goodput else 0.0 for lv in lvs),
+                baseline=target == "baseline",
                 group=target,
                 point_labels=labels,
+                points=few,
             )
         )
         share_lines.append(
@@ -116,7 +126,9 @@ def goodput_chart(result: BenchResult) -> Chart | None:
                 label=target,
                 x=tuple(xs),
                 y=tuple((lv.goodput.attainment or 0.0) * 100 if lv.goodput else 0.0 for lv in lvs),
+                baseline=target == "baseline",
                 group=target,
+                points=few,
             )
         )
     if not good_lines:
@@ -160,7 +172,8 @@ def goodput_chart(result: BenchResult) -> Chart | None:
     return Chart(
         key="goodput_vs_load",
         title="Goodput under the SLO against load",
-        caption=f"SLO: {slo.describe()}. Run {result.run_id}, wall clock.{knees}",
+        caption=f"{bench_sides(result)}. SLO: {slo.describe()}. Run {result.run_id}, wall "
+        f"clock.{knees}",
         panels=tuple(panels),
     )
 

@@ -15,7 +15,7 @@ for i = 1), a binomial proportion with a Wilson interval (:func:`alphagate.theor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +24,7 @@ from alphagate import theory
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
 from alphagate.measure.results import MeasureResult
-from alphagate.plan.records import Plan
+from alphagate.plan.records import ClassRow, Plan
 from alphagate.sim.results import CDF_LEVELS, weighted_quantiles
 from alphagate.sim.sweep import SweepCell, SweepResult
 from alphagate.theory.answers import TableAnswer
@@ -33,22 +33,32 @@ __all__ = [
     "Chart",
     "HLine",
     "Line",
+    "MeasuredAlpha",
     "Panel",
     "bench_acceptance_length_chart",
     "bench_alpha_chart",
     "bench_charts",
     "bench_itl_cdf_chart",
     "bench_itl_chart",
+    "bench_model",
+    "bench_sides",
     "bench_speedup_chart",
+    "bench_where",
     "chunk_acceptance",
+    "elsewhere",
     "itl_per_token_samples",
     "measure_acceptance_length_chart",
     "measure_alpha_chart",
     "plan_acceptance_length_chart",
     "plan_alpha_chart",
     "plan_charts",
+    "plan_deployment_name",
     "plan_itl_chart",
     "plan_speedup_chart",
+    "same_classes",
+    "same_deployment",
+    "same_itl",
+    "same_policy",
     "sweep_acceptance_length_chart",
     "sweep_alpha_chart",
     "sweep_charts",
@@ -70,7 +80,8 @@ K_LABEL = "K (draft tokens per step)"
 @dataclass(frozen=True)
 class Line:
     """One series. ``baseline`` lines (no speculation) are black; lines that share ``group`` share
-    a colour (a class's P50 and P99). ``low``/``high`` draw an interval around each point."""
+    a colour (a class's P50 and P99). ``low``/``high`` draw an interval around each point;
+    ``points`` draws markers only (a measurement at one or two loads is not a curve)."""
 
     label: str
     x: tuple[float, ...]
@@ -82,6 +93,7 @@ class Line:
     high: tuple[float, ...] | None = None
     point_labels: tuple[str, ...] | None = None
     steps: bool = False
+    points: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +209,12 @@ def _pmf_panel(title: str, lines: list[Line]) -> Panel:
 
 
 # ---------------------------------------------------------------- simulate sweeps
+BOTH_SIDES_SWEEP = (
+    "Baseline: the same requests with speculation off (black); candidate: speculation at each "
+    "acceptance setting"
+)
+
+
 def _sweep_loads(r: SweepResult) -> tuple[tuple[float, ...], str]:
     loads = tuple(row.load for row in r.rows)
     return loads, r.rows[0].load_kind if r.rows else "load"
@@ -239,8 +257,8 @@ def sweep_speedup_chart(r: SweepResult) -> Chart:
     return Chart(
         key="speedup_vs_load",
         title="Simulated throughput speedup against load",
-        caption=f"{r.deployment}. Paired simulations: each speculative run against a "
-        "no-speculation run on the same requests; below 1× speculation loses.",
+        caption=f"{r.deployment}. {BOTH_SIDES_SWEEP}; speedup = candidate ÷ baseline throughput "
+        "in paired simulations. Below 1× speculation loses.",
         panels=tuple(panels),
         share_y=True,
     )
@@ -277,8 +295,8 @@ def sweep_itl_chart(r: SweepResult, percentiles: tuple[str, ...] = ("p99", "p50"
     return Chart(
         key="p99_itl_per_token" if percentiles == ("p99",) else "itl_per_token",
         title=f"Simulated {names} ITL per token, with and without speculation",
-        caption=f"{r.deployment}. ITL per token = chunk gap ÷ tokens in the chunk; the black line "
-        "is the same requests without speculation.",
+        caption=f"{r.deployment}. {BOTH_SIDES_SWEEP}. ITL per token = chunk gap ÷ tokens in the "
+        "chunk.",
         panels=tuple(panels),
         share_y=True,
     )
@@ -317,7 +335,8 @@ def sweep_itl_cdf_chart(r: SweepResult, k: int | None = None) -> Chart:
     return Chart(
         key="itl_per_token_cdf",
         title="Simulated ITL per token, cumulative distribution",
-        caption=f"{r.deployment}. A curve to the left is faster; the top right shows the tail.",
+        caption=f"{r.deployment}. {BOTH_SIDES_SWEEP}. A curve to the left is faster; the top "
+        "right shows the tail.",
         panels=tuple(panels),
     )
 
@@ -374,6 +393,11 @@ def sweep_acceptance_length_chart(r: SweepResult) -> Chart | None:
 
 
 # ---------------------------------------------------------------- rollout plans
+BOTH_SIDES_PLAN = (
+    "Baseline: the same requests with speculation off (black); candidate: the plan's policy"
+)
+
+
 def _plan_k_at_target(p: Plan) -> int:
     k = next((row.k for row in p.rows if row.concurrency == p.concurrency), 0)
     return k if k > 0 else (p.gate.k if p.gate is not None else p.fixed_k)
@@ -384,33 +408,140 @@ def _plan_x(p: Plan) -> tuple[tuple[float, ...], tuple[str, ...]]:
     return xs, tuple(_load_name(x) for x in xs)
 
 
-def plan_speedup_chart(p: Plan) -> Chart:
+def _as_plans(p: Plan | Sequence[Plan]) -> tuple[Plan, ...]:
+    return (p,) if isinstance(p, Plan) else tuple(p)
+
+
+def _policy_key(p: Plan) -> tuple[object, ...]:
+    """What a plan ships: its deployment, the engine's K schedule and the K at each concurrency."""
+    return (
+        p.deployment,
+        tuple(tuple(r) for r in p.batch_schedule),
+        tuple((row.concurrency, row.k) for row in p.rows),
+    )
+
+
+def _itl_key(p: Plan) -> tuple[object, ...]:
+    rows = tuple(
+        (row.itl_p50_off_ms, row.itl_p99_off_ms, row.itl_p50_on_ms, row.itl_p99_on_ms)
+        for row in p.rows
+    )
+    return (*_policy_key(p), rows, p.slo_p99_itl_ms)
+
+
+def _groups(plans: Sequence[Plan], key: Callable[[Plan], object]) -> list[tuple[Plan, ...]]:
+    out: dict[object, list[Plan]] = {}
+    for p in plans:
+        out.setdefault(key(p), []).append(p)
+    return [tuple(g) for g in out.values()]
+
+
+def same_policy(plans: Sequence[Plan]) -> list[tuple[Plan, ...]]:
+    """The plans grouped by the policy they ship (deployment, K schedule, K per concurrency), in
+    order: plans of one group draw one speedup chart and one recommended-K panel."""
+    return _groups(plans, _policy_key)
+
+
+def same_itl(plans: Sequence[Plan]) -> list[tuple[Plan, ...]]:
+    """The plans grouped by the latencies they predict: the same policy and the same figures."""
+    return _groups(plans, _itl_key)
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _at(plans: Sequence[Plan]) -> str:
+    """'the plan at concurrency 64' or 'the plans at concurrency 64 and 256'."""
+    cs = _and([str(p.concurrency) for p in plans])
+    return f"the plan{'s' if len(plans) > 1 else ''} at concurrency {cs}"
+
+
+def _verdicts(plans: Sequence[Plan]) -> str:
+    if len({p.verdict for p in plans}) == 1:
+        return f"{'plans' if len(plans) > 1 else 'plan'} {plans[0].verdict.upper()}"
+    return "; ".join(f"plan at {p.concurrency}: {p.verdict.upper()}" for p in plans)
+
+
+def plan_deployment_name(p: Plan) -> str:
+    """The plan's deployment in a few words: model, dtype, GPUs."""
+    d = p.deployment_detail
+    return f"{d.model} {d.weight_dtype} on {d.tp}× {d.gpu}"
+
+
+def same_deployment(p: Plan, b: BenchResult) -> bool:
+    """Whether a bench measured the plan's deployment: it sent the plan's served model name (the
+    rule ``gate`` applies; a bench that sent no model name is not known to be the plan's)."""
+    return bench_model(b) == p.served_model
+
+
+def _measured_speedup_line(b: BenchResult) -> Line | None:
+    """A bench's throughput speedup at its closed-loop levels, for the plan's concurrency axis."""
+    by_level = {lv.level: lv.concurrency for lv in b.levels if lv.rate is None}
+    pts = [
+        (float(c), _f(cmp.speedups.throughput_speedup))
+        for cmp in b.comparisons
+        if (c := by_level.get(cmp.level)) is not None
+    ]
+    if not pts:
+        return None
+    pts.sort()
+    xs = tuple(x for x, _ in pts)
+    return Line(
+        label=f"measured throughput, bench run {b.run_id}",
+        x=xs,
+        y=tuple(y for _, y in pts),
+        group=f"measured {b.run_id}",
+        points=_few(xs),
+    )
+
+
+def plan_speedup_chart(plans: Plan | Sequence[Plan], measured: Sequence[BenchResult] = ()) -> Chart:
     """Predicted speedup of the shipped policy (K per concurrency) and of one fixed K, with the
-    1× break-even; beside it, the policy's K against batch size."""
+    1× break-even; beside it, the policy's K against batch size.
+
+    ``plans`` ship one policy (:func:`same_policy`): its line and its K panel are drawn once, with
+    each plan's fixed K. A bench in ``measured`` of the plans' deployment
+    (:func:`same_deployment`) is drawn on the same axis; any other is left out.
+    """
+    ps = _as_plans(plans)
+    if len({_policy_key(p) for p in ps}) != 1:
+        raise ValueError("plan_speedup_chart: the plans ship different policies")
+    p = ps[0]
     xs, ticks = _plan_x(p)
-    policy = Line(
-        label="policy (K per concurrency)",
-        x=xs,
-        y=tuple(row.throughput_speedup for row in p.rows),
-        point_labels=tuple(f"K={row.k}" for row in p.rows),
-        group="policy",
-    )
-    fixed = Line(
-        label=f"one fixed K = {p.fixed_k}",
-        x=xs,
-        y=tuple(row.fixed_k_speedup for row in p.rows),
-        dashed=True,
-        group="fixed",
-    )
-    refs = [HLine(1.0, "break-even (1×)")]
+    policies = list(dict.fromkeys(tuple(row.throughput_speedup for row in q.rows) for q in ps))
+    lines: list[Line] = []
+    for i, ys in enumerate(policies):
+        owners = [q for q in ps if tuple(row.throughput_speedup for row in q.rows) == ys]
+        suffix = "" if len(policies) == 1 else f" ({_at(owners)})"
+        lines.append(
+            Line(
+                label=f"policy (K per concurrency){suffix}",
+                x=xs,
+                y=ys,
+                point_labels=tuple(f"K={row.k}" for row in p.rows) if i == 0 else None,
+                group=f"policy {i}",
+            )
+        )
+    fixed = list(dict.fromkeys((q.fixed_k, tuple(r.fixed_k_speedup for r in q.rows)) for q in ps))
+    for k, ys in fixed:
+        owners = [q for q in ps if q.fixed_k == k]
+        suffix = "" if len(ps) == 1 else f" ({_at(owners).removeprefix('the ')})"
+        lines.append(
+            Line(label=f"one fixed K = {k}{suffix}", x=xs, y=ys, dashed=True, group=f"fixed {k}")
+        )
+    mine = [b for b in measured if same_deployment(p, b)]
+    lines += [line for b in mine if (line := _measured_speedup_line(b)) is not None]
+    all_x = tuple(sorted({x for line in lines for x in line.x}))
+    targets = _and([str(q.concurrency) for q in ps])
     speed = Panel(
-        title=f"predicted, concurrency {p.concurrency} (peak {p.peak_concurrency})",
+        title=f"predicted, concurrency {targets} (peak {p.peak_concurrency})",
         x_label="concurrency (users)",
         y_label=RATIO_LABEL,
-        lines=(policy, fixed),
-        refs=tuple(refs),
-        x_ticks=xs,
-        x_tick_labels=ticks,
+        lines=tuple(lines),
+        refs=(HLine(1.0, "break-even (1×)"),),
+        x_ticks=all_x,
+        x_tick_labels=tuple(_load_name(x) for x in all_x),
         x_log=True,
         y_ratio=True,
     )
@@ -431,7 +562,12 @@ def plan_speedup_chart(p: Plan) -> Chart:
             steps=True,
         )
     k_panel = Panel(
-        title="recommended K",
+        title="recommended K"
+        + (
+            f"\none policy for the plans at {_and([str(q.concurrency) for q in ps])}"
+            if len(ps) > 1
+            else ""
+        ),
         x_label="batch size = concurrency (sequences)",
         y_label=K_LABEL,
         lines=(sched,),
@@ -440,21 +576,47 @@ def plan_speedup_chart(p: Plan) -> Chart:
         x_log=True,
         y_range=(-0.3, float(max([*sched.y, 1.0])) + 0.5),
     )
+    shared = (
+        f" {_at(ps).capitalize()} ship the same policy: it is drawn once and applies to "
+        f"{'both' if len(ps) == 2 else 'all of them'}."
+        if len(ps) > 1
+        else ""
+    )
+    on_axis = (
+        f" Measured on the plan's deployment (model {p.served_model}): "
+        + ", ".join(f"bench run {b.run_id}" for b in mine)
+        + ", wall clock."
+        if mine
+        else ""
+    )
     return Chart(
         key="speedup_vs_concurrency",
-        title=f"Predicted speedup against concurrency — plan {p.verdict.upper()}",
-        caption=f"{p.deployment}. Policy: {p.policy}. Paired simulations, model time.",
+        title=f"Predicted speedup against concurrency — {_verdicts(ps)}",
+        caption=f"{p.deployment}. Policy: {p.policy}.{shared} {BOTH_SIDES_PLAN} (K per "
+        "concurrency), dashed: one fixed K; speedup = candidate ÷ baseline throughput in paired "
+        f"simulations, model time.{on_axis}",
         panels=(speed, k_panel),
     )
 
 
-def plan_itl_chart(p: Plan) -> Chart:
-    """Predicted P50 and P99 ITL per token, with and without the policy, per concurrency."""
+def plan_itl_chart(plans: Plan | Sequence[Plan]) -> Chart:
+    """Predicted P50 and P99 ITL per token, with and without the policy, per concurrency; plans
+    that predict the same figures (:func:`same_itl`) share one chart."""
+    ps = _as_plans(plans)
+    if len({_itl_key(p) for p in ps}) != 1:
+        raise ValueError("plan_itl_chart: the plans predict different latencies")
+    p = ps[0]
     xs, ticks = _plan_x(p)
     rows = p.rows
     lines = (
-        Line("P99 off", xs, tuple(r.itl_p99_off_ms for r in rows), baseline=True),
-        Line("P50 off", xs, tuple(r.itl_p50_off_ms for r in rows), baseline=True, dashed=True),
+        Line("P99 off (baseline)", xs, tuple(r.itl_p99_off_ms for r in rows), baseline=True),
+        Line(
+            "P50 off (baseline)",
+            xs,
+            tuple(r.itl_p50_off_ms for r in rows),
+            baseline=True,
+            dashed=True,
+        ),
         Line("P99 with the policy", xs, tuple(r.itl_p99_on_ms for r in rows), group="on"),
         Line(
             "P50 with the policy",
@@ -465,13 +627,15 @@ def plan_itl_chart(p: Plan) -> Chart:
         ),
     )
     refs = (HLine(p.slo_p99_itl_ms, "P99 SLO"),) if p.slo_p99_itl_ms else ()
+    shared = f" One chart for {_at(ps)}: the same policy, the same figures." if len(ps) > 1 else ""
     return Chart(
         key="itl_per_token",
         title="Predicted P99 and P50 ITL per token, with and without speculation",
-        caption=f"{p.deployment}. ITL per token = chunk gap ÷ tokens in the chunk.",
+        caption=f"{p.deployment}. {BOTH_SIDES_PLAN}; solid P99, dashed P50. ITL per token = chunk "
+        f"gap ÷ tokens in the chunk.{shared}",
         panels=(
             Panel(
-                title=f"predicted, policy of the plan at {p.concurrency}",
+                title=f"predicted, policy of {_at(ps).removeprefix('the ')}",
                 x_label="concurrency (users)",
                 y_label=ITL_LABEL,
                 lines=lines,
@@ -485,43 +649,106 @@ def plan_itl_chart(p: Plan) -> Chart:
     )
 
 
-def _class_alpha(label: str, alpha: float, k: int) -> list[float]:
-    """A class's conditional α per position from its label (one value, or one per position)."""
-    try:
-        given = [float(x) for x in label.split(",")] if "," in label else []
-    except ValueError:
-        given = []
-    if not given:
-        return [alpha] * k
-    return (given + [given[-1]] * k)[:k]
+def _class_conditional(c: ClassRow, k: int) -> list[float]:
+    """A class's conditional α at positions 1..k: the per-position α given (its last value
+    repeated past its end), else its one α."""
+    if c.alpha_by_pos:
+        a = list(c.alpha_by_pos)
+        return (a + [a[-1]] * k)[:k]
+    return [c.alpha] * k
 
 
-def plan_alpha_chart(p: Plan) -> Chart:
-    """α by position per class as the plan assumes it: a prior's range, or the value given."""
-    k = _plan_k_at_target(p)
+def _informative(c: ClassRow) -> bool:
+    """Whether a class's planned α says more than one number: per position, or a prior's range."""
+    return bool(c.alpha_by_pos) or c.alpha_low != c.alpha_high
+
+
+def _classes_key(p: Plan) -> tuple[object, ...]:
+    return tuple(
+        (c.name, c.alpha, c.alpha_by_pos, c.alpha_low, c.alpha_high, c.alpha_source)
+        for c in p.classes
+    )
+
+
+def same_classes(plans: Sequence[Plan]) -> list[tuple[Plan, ...]]:
+    """The plans grouped by the α they assume per class: one α chart per group."""
+    return _groups(plans, _classes_key)
+
+
+@dataclass(frozen=True)
+class MeasuredAlpha:
+    """A measured α by position to draw beside the plan's: of a class (None: all traffic), from
+    a source in a few words (a bench run, a measure verb); ``elsewhere`` says where it was
+    measured when that is not shown to be the plan's deployment (:func:`elsewhere`)."""
+
+    cls: str | None
+    source: str
+    estimate: AcceptanceEstimate
+    elsewhere: str | None = None
+
+
+def plan_alpha_chart(
+    plans: Plan | Sequence[Plan], measured: Sequence[MeasuredAlpha] = ()
+) -> Chart | None:
+    """α by position per class as the plan assumes it — the values given per position, or a
+    prior's range — beside the α measured by position (``measured``), with 95% intervals.
+
+    None when there is nothing to read in it: every class has one α with no range and nothing
+    measured is given (the α sources table says the same).
+    """
+    ps = _as_plans(plans)
+    if len({_classes_key(p) for p in ps}) != 1:
+        raise ValueError("plan_alpha_chart: the plans assume different α")
+    p = ps[0]
+    series = [m for m in measured if m.estimate.num_drafts > 0 and m.estimate.alpha_by_pos]
+    if not series and not any(_informative(c) for c in p.classes):
+        return None
+    k = max(
+        [*(_plan_k_at_target(q) for q in ps), *(len(m.estimate.alpha_by_pos) for m in series), 1]
+    )
     lines = []
     for c in p.classes:
-        a = _class_alpha(c.alpha_label, c.alpha, k)
         ranged = c.alpha_source == "prior"
         lines.append(
             Line(
-                label=f"{c.name} ({c.alpha_source}{', prior range' if ranged else ''})",
+                label=f"{c.name} planned ({c.alpha_source}{', prior range' if ranged else ''})",
                 x=_positions(k),
-                y=tuple(a),
+                y=tuple(_class_conditional(c, k)),
                 low=(c.alpha_low,) * k if ranged else None,
                 high=(c.alpha_high,) * k if ranged else None,
+                dashed=True,
                 group=c.name,
             )
         )
-    refs = (
-        (HLine(p.gate.alpha_min, f"gate α ≥ {p.gate.alpha_min:.2f}"),) if p.gate is not None else ()
+    for m in series:
+        name = m.cls or "all traffic"
+        lines.append(_alpha_line(f"{name} measured ({m.source})", m.estimate, name))
+    gates = list(dict.fromkeys(q.gate.alpha_min for q in ps if q.gate is not None))
+    refs = tuple(HLine(g, f"gate α ≥ {g:.2f}") for g in gates)
+    gate = " The gate line is the α each class must clear." if gates else ""
+    others = list(dict.fromkeys(m.elsewhere for m in series if m.elsewhere))
+    where = (
+        " " + "; ".join(others) + ": compare the shape by position, not the level."
+        if others
+        else ""
     )
-    gate = " The gate line is the α each class must clear." if p.gate is not None else ""
+    measured_note = (
+        " Measured: by position with 95% Wilson intervals over the drafts that reached it." + where
+        if series
+        else ""
+    )
     return Chart(
         key="alpha_by_position",
-        title="α by position per class — as planned",
-        caption="A given or measured α is a point; a prior carries its documented range." + gate,
-        panels=(_alpha_panel(f"plan at concurrency {p.concurrency}, K = {k}", lines, refs),),
+        title="α by position per class — " + ("planned and measured" if series else "as planned"),
+        caption="Planned (dashed): the α given per position, one α repeated at every position, "
+        "or a prior with its documented range." + measured_note + gate,
+        panels=(
+            _alpha_panel(
+                f"{_at(ps).removeprefix('the ')}, K = {_and([str(_plan_k_at_target(q)) for q in ps])}",
+                lines,
+                refs,
+            ),
+        ),
     )
 
 
@@ -530,7 +757,7 @@ def plan_acceptance_length_chart(p: Plan) -> Chart:
     k = _plan_k_at_target(p)
     lines = []
     for c in p.classes:
-        per_pos = theory.unconditional_from_conditional(_class_alpha(c.alpha_label, c.alpha, k))
+        per_pos = theory.unconditional_from_conditional(_class_conditional(c, k))
         lines.append(_pmf_line(c.name, list(theory.acceptance_length_pmf(per_pos)), group=c.name))
     return Chart(
         key="acceptance_length",
@@ -562,19 +789,82 @@ def _bench_name(b: BenchResult) -> str:
     return f"measured: {next(iter(urls.values()), '?')}"
 
 
-def bench_speedup_chart(b: BenchResult) -> Chart | None:
-    """Measured candidate ÷ baseline at each level: throughput and TPOT, with the 1× line."""
+def _few(xs: Sequence[float]) -> bool:
+    """One or two loads: points to read, not a curve to follow."""
+    return len(set(xs)) <= 2
+
+
+def bench_model(b: BenchResult) -> str | None:
+    """The model name the bench sent (its ``--model``), None when it sent none."""
+    m = b.config.get("model")
+    return m if isinstance(m, str) and m else None
+
+
+def _drafts(b: BenchResult, target: str) -> bool:
+    return any(
+        lv.acceptance is not None and lv.acceptance.num_drafts > 0
+        for lv in b.levels
+        if lv.target == target
+    )
+
+
+def bench_sides(b: BenchResult) -> str:
+    """Which server is the baseline (speculation off) and which the candidate, in words."""
+    urls = {lv.target: lv.url for lv in b.levels}
+    if "candidate" not in urls:
+        return f"One server, {next(iter(urls.values()), '?')}: no baseline to compare with"
+    base = "its counters show drafts" if _drafts(b, "baseline") else "speculation off"
+    cand = "speculative" if _drafts(b, "candidate") else "speculative; no drafts counted"
+    return (
+        f"Baseline: {urls.get('baseline', '?')} ({base}, black); candidate: "
+        f"{urls['candidate']} ({cand})"
+    )
+
+
+def bench_where(b: BenchResult) -> str:
+    """Where a bench measured: the model it sent, else its candidate's (or only) server."""
+    model = bench_model(b)
+    urls = {lv.target: lv.url for lv in b.levels}
+    url = urls.get("candidate", next(iter(urls.values()), "?"))
+    return f"model {model} at {url}" if model else f"{url} (model not recorded)"
+
+
+def elsewhere(b: BenchResult, plans: Sequence[Plan]) -> str | None:
+    """The clause that says a bench is not the deployment of the plans beside it ("Measured on
+    …, not the plan's deployment (…)"); None when it is one plan's, or when there is no plan."""
+    if not plans or any(same_deployment(p, b) for p in plans):
+        return None
+    deps = _and(list(dict.fromkeys(plan_deployment_name(p) for p in plans)))
+    known = "not" if bench_model(b) else "not known to be"
+    return f"Measured on {bench_where(b)}, {known} the plan's deployment ({deps})"
+
+
+def _where_note(b: BenchResult, plans: Sequence[Plan]) -> str:
+    other = elsewhere(b, plans)
+    if other is not None:
+        return f" {other}: compare its shape with the prediction, not its values."
+    if plans:
+        return f" Measured on the plan's deployment (model {bench_model(b)})."
+    return ""
+
+
+def bench_speedup_chart(b: BenchResult, plans: Sequence[Plan] = ()) -> Chart | None:
+    """Measured candidate ÷ baseline at each level: throughput and TPOT, with the 1× line. With
+    ``plans`` (the plans on the same page), a bench of another deployment says so in its panel
+    title and caption."""
     if not b.comparisons:
         return None
     xmap = _bench_x(b.levels)
     comps = [c for c in b.comparisons if c.level in xmap]
     xs = tuple(xmap[c.level] for c in comps)
+    few = _few(xs)
     lines = (
         Line(
             "throughput (candidate ÷ baseline)",
             xs,
             tuple(_f(c.speedups.throughput_speedup) for c in comps),
             group="throughput",
+            points=few,
         ),
         Line(
             "TPOT (baseline ÷ candidate)",
@@ -582,6 +872,7 @@ def bench_speedup_chart(b: BenchResult) -> Chart | None:
             tuple(_f(c.speedups.tpot_mean_speedup) for c in comps),
             dashed=True,
             group="tpot",
+            points=few,
         ),
         Line(
             "P99 ITL per token (baseline ÷ candidate)",
@@ -589,15 +880,18 @@ def bench_speedup_chart(b: BenchResult) -> Chart | None:
             tuple(_f(c.speedups.itl_per_token_p99_speedup) for c in comps),
             dashed=True,
             group="p99",
+            points=few,
         ),
     )
+    other = "\nnot the plan's deployment" if elsewhere(b, plans) else ""
     return Chart(
         key="speedup_measured",
         title="Measured speedup against concurrency",
-        caption=f"{_bench_name(b)}, run {b.run_id}. Wall clock; above 1× the candidate is better.",
+        caption=f"{bench_sides(b)}. Run {b.run_id}, wall clock; above 1× the candidate is "
+        f"better.{_where_note(b, plans)}",
         panels=(
             Panel(
-                title=f"measured (bench A/B, run {b.run_id})",
+                title=f"measured (bench A/B, run {b.run_id}){other}",
                 x_label=_bench_axis(b),
                 y_label="candidate vs baseline (×, higher = better)",
                 lines=lines,
@@ -611,7 +905,7 @@ def bench_speedup_chart(b: BenchResult) -> Chart | None:
     )
 
 
-def bench_itl_chart(b: BenchResult) -> Chart | None:
+def bench_itl_chart(b: BenchResult, plans: Sequence[Plan] = ()) -> Chart | None:
     """Measured P50 and P99 ITL per token per level, for each target."""
     xmap = _bench_x(b.levels)
     lines = []
@@ -628,18 +922,21 @@ def bench_itl_chart(b: BenchResult) -> Chart | None:
                     baseline=base,
                     dashed=pct == "p50",
                     group=target,
+                    points=_few(xs),
                 )
             )
     if not any(line.x for line in lines):
         return None
     xs_all = tuple(xmap.values())
+    other = "\nnot the plan's deployment" if elsewhere(b, plans) else ""
     return Chart(
         key="itl_per_token_measured",
         title="Measured P99 and P50 ITL per token, with and without speculation",
-        caption=f"{_bench_name(b)}. ITL per token = chunk gap ÷ tokens in the chunk.",
+        caption=f"{bench_sides(b)}. ITL per token = chunk gap ÷ tokens in the chunk."
+        f"{_where_note(b, plans)}",
         panels=(
             Panel(
-                title=f"measured (bench, run {b.run_id})",
+                title=f"measured (bench, run {b.run_id}){other}",
                 x_label=_bench_axis(b),
                 y_label=ITL_LABEL,
                 lines=tuple(lines),
@@ -669,7 +966,9 @@ def itl_per_token_samples(
     return np.concatenate(vals), np.concatenate(weights)
 
 
-def bench_itl_cdf_chart(b: BenchResult, records: Sequence[RequestRecord]) -> Chart | None:
+def bench_itl_cdf_chart(
+    b: BenchResult, records: Sequence[RequestRecord], plans: Sequence[Plan] = ()
+) -> Chart | None:
     """Measured per-token ITL CDF per level: baseline vs candidate, from ``requests.jsonl``."""
     mine = [r for r in records if r.run_id == b.run_id]
     panels = []
@@ -707,7 +1006,8 @@ def bench_itl_cdf_chart(b: BenchResult, records: Sequence[RequestRecord]) -> Cha
     return Chart(
         key="itl_per_token_cdf_measured",
         title="Measured ITL per token, cumulative distribution",
-        caption=f"{_bench_name(b)}; {len(mine)} request records of run {b.run_id}.",
+        caption=f"{bench_sides(b)}; {len(mine)} request records of run {b.run_id}. A curve to "
+        f"the left is faster.{_where_note(b, plans)}",
         panels=tuple(panels),
     )
 
@@ -897,7 +1197,8 @@ def table_speedup_chart(t: TableAnswer) -> Chart:
     return Chart(
         key="closed_form_speedup",
         title="Closed-form speedup against α",
-        caption="E(α, K) / (K·c + v) (Leviathan et al. 2023, Eq. 1); no batching, no load.",
+        caption="Candidate: K drafts per step; baseline: decoding without speculation (1×). "
+        "E(α, K) / (K·c + v) (Leviathan et al. 2023, Eq. 1); no batching, no load.",
         panels=tuple(panels),
         share_y=True,
     )
@@ -916,13 +1217,15 @@ def sweep_charts(r: SweepResult) -> list[Chart]:
 
 
 def plan_charts(p: Plan) -> list[Chart]:
-    """``plan --plot``: speedup and K against concurrency, ITL, α by position, acceptance length."""
-    return [
+    """``plan --plot``: speedup and K against concurrency, ITL, α by position (when the plan's α
+    says more than one number per class), acceptance length."""
+    charts = [
         plan_speedup_chart(p),
         plan_itl_chart(p),
         plan_alpha_chart(p),
         plan_acceptance_length_chart(p),
     ]
+    return [c for c in charts if c is not None]
 
 
 def bench_charts(b: BenchResult, records: Sequence[RequestRecord] | None) -> list[Chart]:

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from alphagate.bench.acceptance import bench_acceptance
 from alphagate.bench.records import BenchResult
+from alphagate.core.errors import ConfigError
 from alphagate.core.fmt import num
 from alphagate.gate.evaluate import GateResult
 from alphagate.plan.records import Plan
@@ -421,10 +423,22 @@ def _closed_forms(inp: ReportInputs) -> list[Block]:
     return out
 
 
+def _plans(inp: ReportInputs) -> list[Plan]:
+    return [pi.plan for pi in inp.of(PlanInput)]
+
+
+def _benches(inp: ReportInputs) -> list[BenchResult]:
+    return [bi.result for bi in inp.of(BenchInput)]
+
+
 def _speedup_section(inp: ReportInputs) -> list[Block]:
+    plans = _plans(inp)
     return [
-        *_figures(inp, PlanInput, lambda pi: charts.plan_speedup_chart(pi.plan)),
-        *_figures(inp, BenchInput, lambda bi: charts.bench_speedup_chart(bi.result)),
+        *(
+            Figure(charts.plan_speedup_chart(group, _benches(inp)))
+            for group in charts.same_policy(plans)
+        ),
+        *_figures(inp, BenchInput, lambda bi: charts.bench_speedup_chart(bi.result, plans)),
         *_figures(inp, BenchInput, lambda bi: goodput_chart(bi.result)),
         *_figures(inp, SweepInput, lambda si: charts.sweep_speedup_chart(si.result)),
         *_closed_forms(inp),
@@ -432,9 +446,10 @@ def _speedup_section(inp: ReportInputs) -> list[Block]:
 
 
 def _itl_section(inp: ReportInputs) -> list[Block]:
+    plans = _plans(inp)
     return [
-        *_figures(inp, PlanInput, lambda pi: charts.plan_itl_chart(pi.plan)),
-        *_figures(inp, BenchInput, lambda bi: charts.bench_itl_chart(bi.result)),
+        *(Figure(charts.plan_itl_chart(group)) for group in charts.same_itl(plans)),
+        *_figures(inp, BenchInput, lambda bi: charts.bench_itl_chart(bi.result, plans)),
         *_figures(inp, SweepInput, lambda si: charts.sweep_itl_chart(si.result)),
     ]
 
@@ -452,11 +467,54 @@ def _cdf_section(inp: ReportInputs) -> list[Block]:
         *_figures(
             inp,
             BenchInput,
-            lambda bi: charts.bench_itl_cdf_chart(bi.result, bi.records) if bi.records else None,
+            lambda bi: (
+                charts.bench_itl_cdf_chart(bi.result, bi.records, _plans(inp))
+                if bi.records
+                else None
+            ),
         ),
         *_no_records(inp, "the measured ITL distribution"),
         *_figures(inp, SweepInput, lambda si: charts.sweep_itl_cdf_chart(si.result)),
     ]
+
+
+def _measured_alpha(inp: ReportInputs, plans: tuple[Plan, ...]) -> list[charts.MeasuredAlpha]:
+    """The α by position each measurement among the inputs gives, per class and for all
+    traffic, to draw beside the plans' (a bench's per class from its replies' per-request counts,
+    else its counters: :func:`~alphagate.bench.acceptance.bench_acceptance`)."""
+    deps = ", ".join(dict.fromkeys(charts.plan_deployment_name(p) for p in plans))
+    out = []
+    for bi in inp.of(BenchInput):
+        try:
+            got = bench_acceptance(bi.result, bi.source)
+        except ConfigError:
+            continue  # counts that contradict the counters: the gate section says so
+        where = charts.elsewhere(bi.result, plans)
+        what = f"bench run {bi.result.run_id}"
+        if got.overall is not None:
+            out.append(charts.MeasuredAlpha(None, what, got.overall, where))
+        for name, est in got.classes.items():
+            out.append(charts.MeasuredAlpha(name, what, est, where))
+    for mi in inp.of(MeasureInput):
+        m = mi.result
+        where = (
+            f"Measured from {m.source} (model not recorded), not known to be the plan's "
+            f"deployment ({deps})"
+        )
+        for name, est in m.classes.items():
+            out.append(charts.MeasuredAlpha(name, m.verb, est, where))
+        if m.overall is not None:
+            out.append(charts.MeasuredAlpha(None, m.verb, m.overall, where))
+    return out
+
+
+def _plan_alpha(inp: ReportInputs) -> list[Block]:
+    out: list[Block] = []
+    for group in charts.same_classes(_plans(inp)):
+        chart = charts.plan_alpha_chart(group, _measured_alpha(inp, group))
+        if chart is not None:
+            out.append(Figure(chart))
+    return out
 
 
 def _alpha_section(inp: ReportInputs) -> list[Block]:
@@ -464,7 +522,7 @@ def _alpha_section(inp: ReportInputs) -> list[Block]:
         *_figures(inp, MeasureInput, lambda mi: charts.measure_alpha_chart(mi.result)),
         *_figures(inp, BenchInput, lambda bi: charts.bench_alpha_chart(bi.result, bi.records)),
         *_no_records(inp, "α per class from the streamed chunks"),
-        *_figures(inp, PlanInput, lambda pi: charts.plan_alpha_chart(pi.plan)),
+        *_plan_alpha(inp),
         *_figures(inp, SweepInput, lambda si: charts.sweep_alpha_chart(si.result)),
     ]
 

@@ -2,9 +2,10 @@
 
 Pure: a chart in, a :class:`~matplotlib.figure.Figure` out, and the figure as PNG bytes or as SVG
 text to inline in HTML. The style is chosen for reading at a glance: the Okabe–Ito colour-blind
-safe palette (Okabe & Ito 2008, "Color Universal Design") with a marker per series so that print
-and colour-blind readers can tell lines apart, ticks at the loads actually run, ratios labelled
-with ×, a legend on every panel, and the unit in every axis label.
+safe palette (Okabe & Ito 2008, "Color Universal Design"), a colour per group and a marker shape
+of its own for every series — hollow on a dashed line — so that two legend entries never differ
+by a dash pattern alone, ticks at the loads actually run, ratios labelled with ×, a legend on
+every panel, and the unit in every axis label.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -26,13 +28,14 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 
 from alphagate.report.charts import Chart, Line, Panel
 
-__all__ = ["OKABE_ITO", "draw", "figure_png", "figure_svg"]
+__all__ = ["OKABE_ITO", "Look", "draw", "figure_png", "figure_svg", "looks", "series_key"]
 
 #: Okabe–Ito, without its black (kept for "no speculation") and with yellow last (weak on white).
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442")
 BASELINE_COLOR = "#000000"
 REF_COLOR = "#555555"
-MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+#: one more shape than colours, so that colour and shape never repeat together before 70 series
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 PANEL_W_IN, PANEL_H_IN, PER_ROW = 4.9, 4.1, 3
 
 _STYLE: dict[Any, Any] = {
@@ -64,24 +67,50 @@ def _ratio(value: float, _pos: object = None) -> str:
     return f"{value:g}×"
 
 
-def _colours(lines: Sequence[Line]) -> dict[str, tuple[str, str]]:
-    """(colour, marker) per group: the same group keeps the same look across panels."""
-    out: dict[str, tuple[str, str]] = {}
-    for line in lines:
-        key = line.group or line.label
-        if not line.baseline and key not in out:
-            i = len(out)
-            out[key] = (OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)])
+@dataclass(frozen=True)
+class Look:
+    """How one series is drawn: its colour (black for the baseline), marker, whether the marker
+    is filled, and the line style (none for points)."""
+
+    colour: str
+    marker: str
+    filled: bool
+    linestyle: str
+
+
+def series_key(line: Line) -> tuple[bool, str, str]:
+    """A series across the panels of a chart: the same key, the same look."""
+    return (line.baseline, line.group or line.label, line.label)
+
+
+def looks(chart: Chart) -> dict[tuple[bool, str, str], Look]:
+    """The look of every series of a chart: a colour per group (black for the baseline, which
+    is the same for every group), a marker shape per series, hollow markers on dashed lines."""
+    colours: dict[str, str] = {}
+    out: dict[tuple[bool, str, str], Look] = {}
+    for panel in chart.panels:
+        for line in panel.lines:
+            key = series_key(line)
+            if key in out:
+                continue
+            group = line.group or line.label
+            if line.baseline:
+                colour = BASELINE_COLOR
+            else:
+                colour = colours.setdefault(group, OKABE_ITO[len(colours) % len(OKABE_ITO)])
+            ls = "none" if line.points else "--" if line.dashed else "-"
+            out[key] = Look(colour, MARKERS[len(out) % len(MARKERS)], not line.dashed, ls)
     return out
 
 
-def _draw_lines(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> None:
+def _draw_lines(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look]) -> None:
     n = len(panel.lines)
     for i, line in enumerate(panel.lines):
         if not line.x:
             continue
-        colour, marker = (BASELINE_COLOR, "s") if line.baseline else look[line.group or line.label]
-        ls = "--" if line.dashed else "-"
+        lk = look[series_key(line)]
+        colour, marker, ls = lk.colour, lk.marker, lk.linestyle
+        face = colour if lk.filled else "white"
         if line.low is not None and line.high is not None:
             # offset each series a little so that intervals at the same x stay apart
             dx = (i - (n - 1) / 2) * 0.06
@@ -96,14 +125,17 @@ def _draw_lines(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> Non
                 yerr=yerr,
                 color=colour,
                 marker=marker,
+                mfc=face,
                 ls=ls,
                 capsize=3,
-                ms=4.5,
+                ms=5,
                 label=line.label,
             )
         elif line.steps:
             ax.step(line.x, line.y, where="post", color=colour, lw=1.8, label=line.label)
-            ax.plot(line.x[:-1], line.y[:-1], ls="none", marker=marker, color=colour, ms=4)
+            ax.plot(
+                line.x[:-1], line.y[:-1], ls="none", marker=marker, mfc=face, color=colour, ms=4
+            )
         else:
             lw = 2.0 if line.baseline else 1.5
             ax.plot(
@@ -111,10 +143,11 @@ def _draw_lines(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> Non
                 line.y,
                 color=colour,
                 marker=marker,
+                mfc=face,
                 markevery=max(1, len(line.x) // 8),  # a dense curve (a CDF) keeps a few markers
                 ls=ls,
                 lw=lw,
-                ms=4.5,
+                ms=7 if line.points else 5,
                 label=line.label,
             )
         for x, y, text in zip(line.x, line.y, line.point_labels or (), strict=False):
@@ -129,14 +162,27 @@ def _draw_lines(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> Non
             )
 
 
-def _draw_bars(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> None:
+_HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
+
+
+def _draw_bars(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look]) -> None:
     ax.grid(axis="x", visible=False)
     drawn = [line for line in panel.lines if line.x]
     width = 0.8 / max(len(drawn), 1)
+    colours = [look[series_key(line)].colour for line in drawn]
     for i, line in enumerate(drawn):
-        colour = BASELINE_COLOR if line.baseline else look[line.group or line.label][0]
         xs = [x + (i - (len(drawn) - 1) / 2) * width for x in line.x]
-        ax.bar(xs, line.y, width=width * 0.95, color=colour, label=line.label)
+        # bars of one colour in one panel (a group measured two ways) tell apart by their hatch
+        hatch = _HATCHES[colours[:i].count(colours[i]) % len(_HATCHES)]
+        ax.bar(
+            xs,
+            line.y,
+            width=width * 0.95,
+            color=colours[i],
+            hatch=hatch or None,
+            edgecolor="white" if hatch else None,
+            label=line.label,
+        )
 
 
 def _wide(panel: Panel) -> bool:
@@ -168,27 +214,44 @@ def _axes(ax: Axes, panel: Panel) -> None:
 
 
 def _legend_columns(labels: Sequence[str]) -> int:
-    """The most columns (up to 3) whose legend still fits under a panel; matplotlib fills the
-    columns one after the other, so a column is a run of consecutive labels."""
-    room = PANEL_W_IN * 72 * 0.95  # points
+    """The most columns (up to 3) whose legend still fits under a panel. matplotlib splits the
+    entries as ``numpy.array_split`` does (the first columns one longer), and the legend is
+    centred on the axes, which sit right of the panel's centre (the y label is on the left)."""
+    room = (PANEL_W_IN - 0.8) * 72  # points
+    per_char = 0.55 * _STYLE["legend.fontsize"]
+    handle = 5.2 * _STYLE["legend.fontsize"]  # handle, the pad after it, the column spacing
     for ncol in (3, 2):
-        per = -(-len(labels) // ncol)
-        cols = [labels[i : i + per] for i in range(0, len(labels), per)]
-        width = sum(
-            max(len(t) for t in col) * 0.55 * _STYLE["legend.fontsize"] + 32 for col in cols
-        )
-        if len(labels) >= ncol and width <= room:
+        if len(labels) < ncol:
+            continue
+        base, extra = divmod(len(labels), ncol)
+        sizes = [base + (i < extra) for i in range(ncol)]
+        starts = [sum(sizes[:i]) for i in range(ncol)]
+        cols = [labels[a : a + n] for a, n in zip(starts, sizes, strict=True)]
+        width = sum(max(len(t) for t in col) * per_char + handle for col in cols)
+        if width <= room:
             return ncol
     return 1
 
 
-def _draw_panel(ax: Axes, panel: Panel, look: dict[str, tuple[str, str]]) -> None:
+def _draw_panel(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look]) -> None:
     if panel.bars:
         _draw_bars(ax, panel, look)
     else:
         _draw_lines(ax, panel, look)
     for i, ref in enumerate(panel.refs):
         ax.axhline(ref.y, color=REF_COLOR, lw=1.1, ls=(":", "-.")[i % 2], label=ref.label)
+        if len(panel.refs) > 1:  # several grey lines: each says what it is where it is drawn
+            ax.annotate(
+                ref.label,
+                (1.0, ref.y),
+                xycoords=("axes fraction", "data"),
+                xytext=(-2, 2),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color=REF_COLOR,
+            )
     _axes(ax, panel)
     ax.legend(
         loc="upper center",
@@ -207,7 +270,7 @@ def draw(chart: Chart, *, title: bool = True) -> Figure:
         rows = -(-n // cols)
         fig = Figure(figsize=(PANEL_W_IN * cols, PANEL_H_IN * rows), layout="constrained")
         axes = fig.subplots(rows, cols, squeeze=False, sharey=chart.share_y).ravel()
-        look = _colours([line for p in chart.panels for line in p.lines])
+        look = looks(chart)
         for ax, panel in zip(axes, chart.panels, strict=False):
             _draw_panel(ax, panel, look)
         for ax in axes[n:]:
