@@ -112,7 +112,16 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out["bench"] = bench_dir / "summary.json"
     log = Path(__file__).parent / "measure" / "vllm_0_32_specdecoding.log"
     out["measure"] = _write_json(cli, root / "measure.json", "measure", "logs", str(log))
-    gate = cli.run("gate", "--plan", str(out["plan"]), "--bench", str(out["bench"]), "--json")
+    # the gate judges a plan for the deployment the twins model, by the name they serve (the
+    # 70B plan above is another deployment: its gate refuses this A/B)
+    out["plan_twin"] = _write_json(
+        cli, root / "plan-twin.json", "plan", "--class", "chat:0.7:0.7", "--class", "code:0.3",
+        "--concurrency", "64", "--peak-concurrency", "256", "--model", "llama-3.1-8b",
+        "--dtype", "bf16", "--served-model", "alphagate-twin",
+    )  # fmt: skip
+    gate = cli.run(
+        "gate", "--plan", str(out["plan_twin"]), "--bench", str(out["bench"]), "--json"
+    )
     assert gate.exit_code in (0, 1, 3), gate.output  # pass, fail, or not enough evidence yet
     out["gate"] = root / "gate.json"
     out["gate"].write_text(gate.stdout, encoding="utf-8")

@@ -24,9 +24,10 @@ def test_plan_plot_writes_the_plan_figures(cli: Cli, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "plots written to" in r.output
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    # one given α per class and nothing measured: no α-by-position chart (a flat line says
+    # nothing the table does not)
     assert names == [
         "acceptance_length.png",
-        "alpha_by_position.png",
         "itl_per_token.png",
         "speedup_vs_concurrency.png",
     ]

@@ -68,9 +68,9 @@ def _bench(results: dict[str, Path]) -> BenchResult:
     return _bench_input(results).result
 
 
-def _sent(b: BenchResult, model: str) -> BenchResult:
-    """The same bench, as if it had sent ``--model MODEL``."""
-    return b.model_copy(update={"config": {**b.config, "model": model}})
+def _sent(b: BenchResult, model: str | None) -> BenchResult:
+    """The same bench, as if its requests had named ``model`` (None: no name)."""
+    return b.model_copy(update={"config": {**b.config, "model": model}, "served_model": model})
 
 
 def _given_only(p: Plan) -> Plan:
@@ -150,8 +150,8 @@ def test_measured_alpha_by_position_is_drawn_beside_the_planned(results: dict[st
     )
     assert 0.4 < traffic.y[0] < 0.8
     assert len(planned[0].x) == K  # the positions measured, past the plan's K
-    # the twins are not the plan's deployment, and the caption says so
-    assert "not known to be the plan's deployment" in chart.caption
+    # the twins (served as alphagate-twin) are not the plan's deployment, and the caption says so
+    assert "not the plan's deployment" in chart.caption
 
 
 # ---------------------------------------------------------------- 2. one policy, one chart
@@ -205,7 +205,7 @@ def test_a_measurement_of_the_plans_deployment_shares_its_axis(results: dict[str
 def test_a_measurement_of_another_deployment_says_so(results: dict[str, Path]) -> None:
     p = _plan(results)
     for b, words in (
-        (_bench(results), "not known to be the plan's deployment"),  # no model name sent
+        (_sent(_bench(results), None), "not known to be the plan's deployment"),  # no name sent
         (_sent(_bench(results), "llama-3.1-8b"), "not the plan's deployment"),
     ):
         assert not charts.same_deployment(p, b)

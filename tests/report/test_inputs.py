@@ -25,6 +25,7 @@ def test_every_verb_reads_back_as_its_record(results: dict[str, Path]) -> None:
     assert kinds == {
         "sweep": SweepInput,
         "plan": PlanInput,
+        "plan_twin": PlanInput,
         "table": ModelInput,
         "speedup": ModelInput,
         "bench": BenchInput,

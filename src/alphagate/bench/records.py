@@ -609,6 +609,11 @@ class BenchResult(Results):
     started_at: float | None = Field(default=None, description="Unix time the run started")
     ended_at: float | None = Field(default=None, description="Unix time the run ended")
     config: dict[str, object] = Field(description="the run's configuration, secrets redacted")
+    served_model: str | None = Field(
+        default=None,
+        description="the model name the requests carried: --model, or the first the server "
+        "listed at /v1/models (None: neither)",
+    )
     levels: list[LevelSummary]
     comparisons: list[Comparison]
     dataset_problems: list[str] = Field(default_factory=list)
@@ -631,6 +636,12 @@ class BenchResult(Results):
         """(requests finished, of which failed) over every level."""
         total = sum(lv.overall.completed + lv.overall.failed for lv in self.levels)
         return total, sum(lv.overall.failed for lv in self.levels)
+
+    @property
+    def model(self) -> str | None:
+        """The model the run measured: what its requests named (older results: --model)."""
+        m = self.served_model or self.config.get("model")
+        return m if isinstance(m, str) else None
 
     def failure(self, max_error_rate: float) -> str | None:
         """Why this run should not count as a measurement, or None."""

@@ -96,6 +96,7 @@ def run_bench(
         started_at=t0_wall,
         ended_at=time.time(),
         config=redacted_config(cfg),
+        served_model=runner.model if runner is not None else cfg.model,
         levels=levels,
         comparisons=compare_levels(levels),
         dataset_problems=dataset_problems or [],

@@ -233,8 +233,7 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
     if stale is not None:
         ev.stale.append(stale)
         return
-    model = result.config.get("model")
-    ev.models.append((str(path), model if isinstance(model, str) else None))
+    ev.models.append((str(path), result.model))
     for lv in result.levels:
         for est in (lv.acceptance, *(() if lv.request_acceptance is None else (
             lv.request_acceptance.overall, *lv.request_acceptance.classes.values()

@@ -795,9 +795,8 @@ def _few(xs: Sequence[float]) -> bool:
 
 
 def bench_model(b: BenchResult) -> str | None:
-    """The model name the bench sent (its ``--model``), None when it sent none."""
-    m = b.config.get("model")
-    return m if isinstance(m, str) and m else None
+    """The model name the bench's requests carried, None when they named none."""
+    return b.model or None
 
 
 def _drafts(b: BenchResult, target: str) -> bool:
