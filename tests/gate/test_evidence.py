@@ -273,3 +273,42 @@ def test_a_watch_whose_server_dies_ends_as_not_enough_evidence_naming_it(tmp_pat
     assert proc.returncode == 3, text
     assert "stopped answering" in text and url.split("//")[1] in text
     assert json.loads(out.read_text())["decision"] == "insufficient"
+
+
+def test_evidence_of_another_deployment_is_refused_however_it_is_named(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The servers' own word decides: the served name each bench recorded, the checkpoint behind
+    it (``root`` at /v1/models, as vLLM reports it) and the ``model_name`` of live counters — a
+    plan made for 70B with the twins' served name as an alias is still refused on 8B evidence,
+    and the two sides of an A/B must be one model."""
+    data = _dataset(tmp_path / "d.jsonl")
+    small = _cfg(3).model_copy(
+        update={"deployment": DeploymentConfig(model="llama-3.2-1b", weight_dtype="bf16"),
+                "served_model_name": "other-model"}
+    )  # fmt: skip
+    with twin(_cfg(0)) as (b_url, _), twin(small) as (c_url, _), twin(_cfg(3)) as (s_url, _):
+        base = _bench(cli, b_url, data, tmp_path / "b")
+        _bench(cli, c_url, data, tmp_path / "c")
+        assert base["served_model"] == "alphagate-twin"
+        assert base["served_model_root"] == "meta-llama/Llama-3.1-8B-Instruct"
+        r = cli.run("gate", "--baseline", str(tmp_path / "b" / "summary.json"), "--candidate",
+                    str(tmp_path / "c" / "summary.json"), "--min-throughput-speedup", "1.1")  # fmt: skip
+        assert r.exit_code == 2 and "measured different deployments" in r.output, r.output
+        # a 70B plan whose served name is the twins' alias
+        plan = tmp_path / "plan.md"
+        r = cli.run("plan", "--class", "chat:1:0.7", "-c", "4", "--served-model",
+                    "alphagate-twin", "--out", str(plan))  # fmt: skip
+        assert r.exit_code == 0, r.output
+        r = cli.run("gate", "--plan", str(plan.with_suffix(".json")), "--bench",
+                    str(tmp_path / "b" / "summary.json"))  # fmt: skip
+        assert r.exit_code == 2 and "checkpoint 'meta-llama/Llama-3.1-8B-Instruct'" in r.output
+        # live counters of a server whose model_name is not the plan's
+        other = tmp_path / "plan8.md"
+        r = cli.run("plan", "--class", "chat:1:0.7", "-c", "4", "--model", "llama-3.1-8b",
+                    "--served-model", "someone-else", "--out", str(other))  # fmt: skip
+        assert r.exit_code == 0, r.output
+        _bench(cli, s_url, data, tmp_path / "s")
+        r = cli.run("gate", "--plan", str(other.with_suffix(".json")), "--url", s_url,
+                    "--window", "1s")  # fmt: skip
+        assert r.exit_code == 2 and "measured model 'alphagate-twin'" in r.output, r.output

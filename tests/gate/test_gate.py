@@ -70,6 +70,25 @@ def test_decision_and_exit_code_combine_rules() -> None:
     assert g.decision == "insufficient" and "baseline vs candidate" in g.results[0].why
 
 
+def test_failed_requests_count_against_acceptance_measured_by_bench_runs() -> None:
+    """A candidate that failed 30% of its requests does not pass on the acceptance of the rest;
+    a small clean run is not asked to prove its failures small (the default rule is a guard)."""
+    from alphagate.gate.rules import default_error_rules
+
+    alpha = Rule(metric="alpha", threshold=0.5)
+    (guard,) = default_error_rules([alpha], bench=True)
+    assert guard.metric == "error_rate" and guard.guard and guard.threshold == 0.05
+    assert default_error_rules([alpha], bench=False) == []  # measure files only: no runs
+    rs = RuleSet(rules=[alpha, guard])
+    for failed, total, decision in ((119, 384, "fail"), (0, 40, "pass"), (1, 40, "pass")):
+        ev = Evidence()
+        ev.add_acceptance(None, _acc(0.6, 5000), "test", bench=True)
+        ev.failures.append(("summary.json (candidate c4)", failed, total))
+        g = evaluate(rs, ev)
+        assert g.decision == decision, (failed, total, g.results[1].why)
+    assert "every run measured" in g.results[1].evidence
+
+
 def test_a_measurement_outranks_a_bench_runs_counters() -> None:
     ev = Evidence()
     ev.add_acceptance(None, _acc(0.69, 2000), "bench c1", bench=True)

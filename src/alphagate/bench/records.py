@@ -614,6 +614,11 @@ class BenchResult(Results):
         description="the model name the requests carried: --model, or the first the server "
         "listed at /v1/models (None: neither)",
     )
+    served_model_root: str | None = Field(
+        default=None,
+        description="the checkpoint behind the served name, as the server's /v1/models "
+        "reports it (vLLM's root); None when it reports none",
+    )
     levels: list[LevelSummary]
     comparisons: list[Comparison]
     dataset_problems: list[str] = Field(default_factory=list)

@@ -97,6 +97,7 @@ def run_bench(
         ended_at=time.time(),
         config=redacted_config(cfg),
         served_model=runner.model if runner is not None else cfg.model,
+        served_model_root=runner.model_root if runner is not None else None,
         levels=levels,
         comparisons=compare_levels(levels),
         dataset_problems=dataset_problems or [],

@@ -215,6 +215,7 @@ class BenchRunner:
         self.levels: list[LevelSummary] = []  # summaries of the levels that finished
         self.stop_reason: str | None = None  # set when a limit ends the run early
         self.model: str | None = cfg.model
+        self.model_root: str | None = None
         self._t0 = time.perf_counter() if t0 is None else t0  # the run's start (perf_counter)
         self._errors = 0
         self._level_n = self._level_err = 0
@@ -385,6 +386,8 @@ class BenchRunner:
         self.levels_run.setdefault(level.label, level)
         if self.model is None:
             self.model = await self._first_model(url)
+        elif self.model_root is None and self.levels == []:
+            await self._first_model(url)  # --model given: the checkpoint behind the names
         self._level_n = self._level_err = 0
         metrics_urls = list(self.cfg.metrics_urls or (join_path(url, "/metrics"),))
         before = await self._scrape(metrics_urls) if self.cfg.scrape_metrics else None
@@ -448,9 +451,14 @@ class BenchRunner:
         return reply.body if reply.status == 200 else None
 
     async def _first_model(self, url: str) -> str | None:
+        """The first model the server lists at /v1/models (and its ``root``, the checkpoint
+        behind the name, kept in :attr:`model_root`)."""
         body = await self._get(join_path(url, "/v1/models"))
         try:
-            return None if body is None else str(orjson.loads(body)["data"][0]["id"])
+            card = None if body is None else orjson.loads(body)["data"][0]
+            root = card.get("root") if isinstance(card, dict) else None
+            self.model_root = root if isinstance(root, str) and root else None
+            return None if card is None else str(card["id"])
         except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
             return None  # requests go without a model name; the server decides
 

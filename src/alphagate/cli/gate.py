@@ -58,6 +58,10 @@ def _evaluate_once(
         ev = files.load()
         if live is not None:
             live.add_to(ev, watching)
+            if files.served_model is not None:
+                from alphagate.gate.consistency import check_deployment
+
+                check_deployment(files.served_model, ev.models)
     except MeasureError as exc:  # a ConfigError too: caught first
         if watching and exc.exit_code == 3:  # the source went quiet: judged, not a bad input
             from alphagate.gate import no_evidence
@@ -366,7 +370,9 @@ def gate_cmd(
     if not all_rules:
         fail("no rules: give --plan, --rules or a --min-…/--max-… flag", "--plan")
     if not ignore_errors:
-        all_rules += default_error_rules(all_rules)
+        all_rules += default_error_rules(
+            all_rules, bench=bool(bench or baseline or candidate or vllm_candidate)
+        )
     rs = RuleSet(
         rules=all_rules,
         min_drafts=max(min_drafts or 0, base.min_drafts if base else 0) or 2000,
@@ -392,6 +398,7 @@ def gate_cmd(
         vllm_baseline,
         vllm_candidate,
         served_model=None if the_plan is None else the_plan.served_model,
+        checkpoint=None if the_plan is None else the_plan.checkpoint,
         max_age_s=max_age_s,
     )
     try:

@@ -34,6 +34,7 @@ from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate
 __all__ = [
     "DEFAULT_MAX_AGE_S",
     "bench_started_at",
+    "check_checkpoint",
     "check_deployment",
     "check_estimate",
     "check_pair",
@@ -205,6 +206,16 @@ def check_pair(
                 f"{path} is an A/B of its own (baseline and candidate): give it with --bench, "
                 f"not {flag} — halves of two A/Bs are not one"
             )
+    for what, mb_, mc_ in (
+        ("model", b.model, c.model),
+        ("checkpoint", b.served_model_root, c.served_model_root),
+    ):
+        if mb_ and mc_ and mb_ != mc_:
+            raise ConfigError(
+                f"the baseline ({bp}) and the candidate ({cp}) measured different deployments: "
+                f"{what} {mb_!r} vs {mc_!r} — an A/B compares one model with and without "
+                "speculation"
+            )
     keys = ("endpoint", "dataset", "only_class", "num_prompts", "temperature", "repeats")
     for key in keys:
         vb, vc = b.config.get(key), c.config.get(key)
@@ -219,6 +230,24 @@ def check_pair(
             raise ConfigError(
                 f"the baseline ({bp}) and the candidate ({cp}) ran different workloads: mean "
                 f"{what} {mb:,.0f} vs {mc:,.0f} tokens (the servers' usage counts)"
+            )
+
+
+def _checkpoint_name(ref: str) -> str:
+    """A checkpoint's name whatever the folder or hub org it is loaded from:
+    ``/models/Llama-3.1-8B-Instruct/`` and ``meta-llama/Llama-3.1-8B-Instruct`` are one."""
+    return ref.rstrip("/").rpartition("/")[2].lower()
+
+
+def check_checkpoint(checkpoint: str, evidence: list[tuple[str, str]]) -> None:
+    """Evidence whose server reports the checkpoint behind its served name (vLLM's ``root`` at
+    ``/v1/models``) must report the plan's: a served name can be an alias of anything."""
+    for where, root in evidence:
+        if _checkpoint_name(root) != _checkpoint_name(checkpoint):
+            raise ConfigError(
+                f"{where} measured a server of checkpoint {root!r}; the plan is for "
+                f"{checkpoint!r}: evidence of another deployment says nothing about this one "
+                "(re-plan with --model set to the checkpoint the server loads)"
             )
 
 

@@ -17,7 +17,7 @@ from pydantic import Field
 from alphagate.core.records import Frozen, Results
 from alphagate.gate.evidence import Evidence, Value, ab_value
 from alphagate.gate.rules import ACCEPTANCE_METRICS, Rule, RuleSet
-from alphagate.measure.estimate import AcceptanceEstimate, Interval
+from alphagate.measure.estimate import AcceptanceEstimate, Interval, wilson
 
 __all__ = ["EXIT_CODES", "GateResult", "RuleResult", "evaluate", "no_evidence"]
 
@@ -138,6 +138,13 @@ def _evidence_for(rule: Rule, ev: Evidence, rs: RuleSet) -> tuple[Value, str, in
             return "no acceptance evidence was given for it" + _stale(ev)
         return _acceptance_value(rule.metric, est), ev.acceptance_source[rule.cls], rs.min_drafts
     pairs = ev.ab
+    pooled = rule.metric == "error_rate" and rule.concurrency is None and len(pairs) != 1
+    if pooled and ev.failures:  # no one A/B: every measured run's failures (baselines aside)
+        failed = sum(f for _, f, _ in ev.failures)
+        total = sum(n for _, _, n in ev.failures)
+        where = "every run measured (" + ", ".join(w for w, _, _ in ev.failures) + ")"
+        value = Value(failed / total if total else None, wilson(failed, total), total, "requests")
+        return value, where, rs.min_requests
     if not pairs:
         return "no baseline vs candidate evidence was given for it" + _stale(ev)
     if rule.concurrency is not None:
@@ -178,6 +185,8 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
             continue
         v, src, minimum = found
         outcome, why = _judge(rule, v, minimum, rs)
+        if rule.guard and outcome == "insufficient" and v.value is not None:
+            outcome, why = "pass", f"not clearly above {rule.threshold:.4g} ({why})"
         margin = (
             None
             if v.value is None

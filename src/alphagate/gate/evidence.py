@@ -80,6 +80,11 @@ class Evidence:
     notes: list[str] = field(default_factory=list)  # what the evidence could not tell
     #: (where, the served model it measured) of every file that names one
     models: list[tuple[str, str | None]] = field(default_factory=list)
+    #: (where, the checkpoint its server reported behind the served name) where one did
+    roots: list[tuple[str, str]] = field(default_factory=list)
+    #: (where, failed, requests) of every bench level that was not a baseline: what an
+    #: error-rate rule without an A/B (the default one beside acceptance rules) judges
+    failures: list[tuple[str, int, int]] = field(default_factory=list)
     #: files left out as older than max_age_s (why, for the rules that then lack evidence)
     stale: list[str] = field(default_factory=list)
     max_age_s: float = DEFAULT_MAX_AGE_S
@@ -178,6 +183,7 @@ def load_measure(path: Path, ev: Evidence) -> None:
         if est is not None:
             check_estimate(est, f"{path}" + (f" (class {cls})" if cls else ""))
     ev.sources.append(str(path))
+    ev.models += [(str(path), name) for name in m.models]
     stale = window_problem(m.window_start, m.window_end, str(path), ev.max_age_s, ev.now)
     if stale is not None:
         ev.stale.append(stale)
@@ -234,6 +240,8 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
         ev.stale.append(stale)
         return
     ev.models.append((str(path), result.model))
+    if result.served_model_root:
+        ev.roots.append((str(path), result.served_model_root))
     for lv in result.levels:
         for est in (lv.acceptance, *(() if lv.request_acceptance is None else (
             lv.request_acceptance.overall, *lv.request_acceptance.classes.values()
@@ -241,6 +249,14 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
             if est is not None:
                 check_estimate(est, f"{path} ({lv.target} {lv.level})")
     for lv in result.levels:
+        if (lv.target if lv.target in ("baseline", "candidate") else role) != "baseline":
+            ev.failures.append(
+                (
+                    f"{path.name} ({lv.target} {lv.level})",
+                    lv.overall.failed,
+                    lv.overall.failed + lv.overall.completed,
+                )
+            )
         side_role = lv.target if lv.target in ("baseline", "candidate") else role
         if side_role is not None:
             recs = [r for r in records if r.target == lv.target and r.level == lv.level]

@@ -88,6 +88,12 @@ class Rule(Frozen):
     cls: str | None = Field(default=None, description="a traffic class; None = all traffic")
     concurrency: int | None = Field(default=None, ge=1, description="the bench level, c<N>")
     source: str = Field(default="flag", description="where the rule came from")
+    guard: bool = Field(
+        default=False,
+        description="fails only on evidence clearly past the threshold, and passes otherwise "
+        "(the default error-rate rule beside acceptance rules: failures that clearly exceed it "
+        "fail the gate; a small run is not asked to prove its failures small)",
+    )
 
     @model_validator(mode="after")
     def _threshold_in_range(self) -> Rule:
@@ -125,12 +131,25 @@ class RuleSet(Frozen):
 DEFAULT_MAX_ERROR_RATE = 0.05
 
 
-def default_error_rules(rules: list[Rule]) -> list[Rule]:
-    """Failures count against every A/B rule: an error-rate rule (≤ 5%) at each concurrency an
-    A/B rule judges that has none of its own (a candidate that fails 30% of its requests must not
-    pass on the speed of the rest)."""
+def default_error_rules(rules: list[Rule], *, bench: bool = False) -> list[Rule]:
+    """Failures count against every rule: an error-rate rule (≤ 5%) at each concurrency an A/B
+    rule judges that has none of its own (a candidate that fails 30% of its requests must not
+    pass on the speed of the rest) and, when the evidence includes bench runs (``bench``), one
+    over every run beside acceptance rules (nor on the acceptance of the rest)."""
     judged = {r.concurrency for r in rules if r.metric in AB_METRICS and r.metric != "error_rate"}
     have = {r.concurrency for r in rules if r.metric == "error_rate"}
+    if bench and not judged and not have and any(r.metric not in AB_METRICS for r in rules):
+        return [
+            Rule(
+                metric="error_rate",
+                op="<=",
+                threshold=DEFAULT_MAX_ERROR_RATE,
+                guard=True,
+                source="default: failures count against acceptance measured by bench runs "
+                "(fails when clearly above; --max-error-rate sets the bound, --ignore-errors "
+                "drops it)",
+            )
+        ]
     return [
         Rule(
             metric="error_rate",

@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from alphagate.core.errors import ConfigError
-from alphagate.gate.consistency import DEFAULT_MAX_AGE_S, check_deployment, check_pair
+from alphagate.gate.consistency import (
+    DEFAULT_MAX_AGE_S,
+    check_checkpoint,
+    check_deployment,
+    check_pair,
+)
 from alphagate.gate.evidence import (
     Evidence,
     load_bench,
@@ -79,6 +84,7 @@ class EvidenceFiles(NamedTuple):
     vllm_baseline: Path | None
     vllm_candidate: Path | None
     served_model: str | None = None  # the plan's: evidence naming another model is refused
+    checkpoint: str | None = None  # the plan's: evidence of a server of another is refused
     max_age_s: float = DEFAULT_MAX_AGE_S
 
     def load(self) -> Evidence:
@@ -128,6 +134,8 @@ class EvidenceFiles(NamedTuple):
             load_vllm_result(self.vllm_candidate, ev, "candidate")
         if self.served_model is not None:
             check_deployment(self.served_model, ev.models)
+        if self.checkpoint is not None:
+            check_checkpoint(self.checkpoint, ev.roots)
         return ev
 
 
@@ -197,6 +205,8 @@ class LiveSource:
     def add_to(self, ev: Evidence, watching: bool) -> None:
         """Add the acceptance measured now to ``ev`` (left out without drafts: insufficient)."""
         m = self.measure(watching)
+        if m is not None:
+            ev.models += [(m.source, name) for name in m.models]
         if m is not None and m.overall is not None and m.overall.num_drafts > 0:
             window = f" over {m.window_s:,.0f} s" if m.window_s else ""
             ev.add_acceptance(None, m.overall, m.source + window, live=True)

@@ -224,6 +224,7 @@ class LiveWindow:
         self.windows = [CounterWindow() for _ in self.replicas]
         self.history: list[_Totals] = []
         self.notes: list[str] = []
+        self.models: set[str] = set()  # model_name labels of the counters summed
         self.t0 = time.time()
         self.scrapes = 0
         self.since_boot = False
@@ -255,6 +256,7 @@ class LiveWindow:
         for w, snap in zip(self.windows, snaps, strict=True):
             if snap is not None:
                 w.add(snap)
+                self.models |= snap.models_counted
                 self.since_boot |= self.scrapes == 0 and snap.since_boot
         self.scrapes += 1
         k = max((max(w.per_pos) + 1 for w in self.windows if w.per_pos), default=0)
@@ -337,6 +339,7 @@ class LiveWindow:
             overall=acc,
             counter_reset=acc.counter_reset if acc else False,
             sources=len(self.windows),
+            models=sorted(self.models),
             notes=notes,
         )
 

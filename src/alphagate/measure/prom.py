@@ -98,6 +98,8 @@ class SpecCounters:
     present: bool = False
     matched: bool = False
     models_seen: set[str] = field(default_factory=set)
+    #: the ``model_name`` values of the series counted (the filter's, or every one on offer)
+    models_counted: set[str] = field(default_factory=set)
     sglang_accept_length: list[float] = field(default_factory=list)
     since_boot: bool = False  # SGLang /get_server_info: τ averaged since the server started
     series: dict[SeriesKey, Series] = field(default_factory=dict)
@@ -156,6 +158,8 @@ def parse_spec_counters(
             if not math.isfinite(s.value) or s.value < 0:
                 raise ValueError(f"{s.name}{s.labels} = {s.value} is not a counter value")
             c.matched = True
+            if s.labels.get("model_name"):
+                c.models_counted.add(s.labels["model_name"])
             key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "position"))
             one = c.series.setdefault(key, Series())
             if name == DRAFTS:

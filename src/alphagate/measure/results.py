@@ -55,6 +55,11 @@ class MeasureResult(Results):
     counter_reset: bool = False
     sources: int = 1
     promql: list[str] = Field(default_factory=list, description="the queries used, to reproduce")
+    models: list[str] = Field(
+        default_factory=list,
+        description="the served model names the counters carried (model_name labels); empty "
+        "when the source names none",
+    )
     drafts_range: tuple[float, float] | None = Field(
         default=None, description="logs: the numbers of drafts the printed figures allow"
     )

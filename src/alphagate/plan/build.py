@@ -687,6 +687,7 @@ def build_plan(req: PlanRequest) -> Plan:
         serve_baseline=serve_baseline,
         serve_candidate=[] if verdict == "no-go" else serve_candidate,
         served_model=engine_cmd.served_name,
+        checkpoint=engine_cmd.checkpoint,
         p99=p99,
         gate=None if verdict == "no-go" else _gate(pred, req, policy, rows),
         stages=[],

@@ -391,6 +391,10 @@ class Plan(Results):
         description="the same deployment with speculation, as shipped (empty for a no-go)"
     )
     served_model: str = Field(description="the model name clients send")
+    checkpoint: str | None = Field(
+        default=None,
+        description="the checkpoint the engine loads (the served model's root at /v1/models)",
+    )
     p99: P99Check | None = Field(description="the tail watch at the target (None: K = 0 there)")
     gate: Gate | None = Field(description="None for a no-go: nothing to gate")
     stages: list[Stage]

@@ -378,6 +378,18 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return await _handle(request, "chat")
 
 
+def _root(cfg: TwinConfig) -> str:
+    """The checkpoint the modelled deployment would load (vLLM's ``root`` at /v1/models)."""
+    from alphagate.core.errors import ConfigError
+    from alphagate.specs.models import checkpoint_for
+
+    dep = cfg.deployment
+    try:
+        return checkpoint_for(dep.model, dep.weight_dtype)[0]
+    except ConfigError:
+        return dep.model
+
+
 async def _models(request: web.Request) -> web.Response:
     cfg = request.app[CONFIG_KEY]
     data = [
@@ -386,6 +398,7 @@ async def _models(request: web.Request) -> web.Response:
             "object": "model",
             "created": 0,
             "owned_by": "alphagate",
+            "root": _root(cfg),  # as vLLM: the checkpoint behind the served name
             "max_model_len": cfg.max_model_len,
         }
     ]
