@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 VLLM_VENV := .venv-vllm
 
-.PHONY: demo test lint typecheck pytest bench clean test-vllm system-deps
+.PHONY: demo test lint typecheck pytest bench clean test-vllm system-deps docs docs-build
 
 # Runtime install: the package and its light core dependencies.
 $(VENV)/.runtime: pyproject.toml
@@ -48,7 +48,15 @@ system-deps:
 pytest: $(VENV)/.dev system-deps
 	$(PY) -m pytest -q
 
-test: lint typecheck pytest
+# The documentation site (MkDocs, Material theme): `make docs` builds it and serves it on
+# http://127.0.0.1:8800; `make test` builds it with --strict (a broken link or page fails).
+docs-build: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+docs: docs-build
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8800
+
+test: lint typecheck docs-build pytest
 	@if [ "$$ALPHAGATE_SKIP_VLLM" = "1" ]; then echo "ALPHAGATE_SKIP_VLLM=1: real-engine tier skipped"; else $(MAKE) test-vllm; fi
 
 # The real-engine tier: vLLM's CPU build in its own virtualenv (it pins torch 2.13.0+cpu; the
