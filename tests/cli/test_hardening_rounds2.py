@@ -207,6 +207,22 @@ def test_counters_no_decoder_produces_are_bad_input_with_every_record_kept(
     assert len(_records(out)) == 3
 
 
+def test_a_metrics_url_that_cannot_be_read_is_said_with_every_record_kept(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A --metrics-url that answers 404 (or is not reachable) is named with what it answered,
+    exit 2; the run's records and summary are kept. The target's own /metrics stays optional."""
+    out = tmp_path / "o"
+    with twin(FAST) as (url, _):
+        r = cli.run(
+            "bench", "--url", url, "--metrics-url", url + "/nowhere", "-n", "3",
+            "--dataset", "synthetic:in=4,out=4", "--out", str(out),
+        )  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert "--metrics-url" in r.stderr and "could not be read (HTTP 404)" in r.stderr
+    assert json.loads((out / "summary.json").read_text())["levels"][0]["overall"]["completed"] == 3
+
+
 # ---------------------------------------------------------------- input accepted without a word
 @pytest.mark.parametrize(
     ("args", "flag", "words"),

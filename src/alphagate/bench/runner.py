@@ -216,6 +216,7 @@ class BenchRunner:
         self.stop_reason: str | None = None  # set when a limit ends the run early
         self.model: str | None = cfg.model
         self.model_root: str | None = None
+        self._unreadable: set[str] = set()  # --metrics-url already reported unreadable
         self._t0 = time.perf_counter() if t0 is None else t0  # the run's start (perf_counter)
         self._errors = 0
         self._level_n = self._level_err = 0
@@ -435,20 +436,22 @@ class BenchRunner:
 
     async def _get(self, url: str) -> bytes | None:
         """The body of ``GET url`` when it answers 200 within the timeout, else None."""
+        return (await self._fetch(url))[0]
+
+    async def _fetch(self, url: str) -> tuple[bytes | None, str]:
+        """(the body of ``GET url`` when it answers 200 within the timeout, else None; why
+        not, redacted)."""
         try:
             bare, auth = split_credentials(url)  # user:password@ in a --metrics-url: a header
             ep = StreamClient.endpoint(bare, {**_headers(self.cfg), **auth}, "GET")
             reply = await asyncio.wait_for(self._client().request(ep), self.cfg.timeout_s)
-        except (
-            ConnectError,
-            StreamTruncated,
-            ProtocolError,
-            OSError,
-            ValueError,
-            asyncio.TimeoutError,
-        ):
-            return None
-        return reply.body if reply.status == 200 else None
+        except asyncio.TimeoutError:
+            return None, f"no answer within {self.cfg.timeout_s:g} s"
+        except (ConnectError, StreamTruncated, ProtocolError, OSError, ValueError) as exc:
+            return None, redact_url(str(exc) or type(exc).__name__)
+        if reply.status != 200:
+            return None, f"HTTP {reply.status}"
+        return reply.body, ""
 
     async def _first_model(self, url: str) -> str | None:
         """The first model the server lists at /v1/models (and its ``root``, the checkpoint
@@ -463,15 +466,25 @@ class BenchRunner:
             return None  # requests go without a model name; the server decides
 
     async def _scrape(self, urls: list[str]) -> list[SpecCounters] | None:
+        """Every URL's spec-decode counters, or None. A ``--metrics-url`` given that cannot be
+        read is a problem reported once (the target's own ``/metrics`` may not exist)."""
         out = []
         for u in urls:
-            body = await self._get(u)
-            if body is None:
+            body, why = await self._fetch(u)
+            counters = None
+            if body is not None:
+                try:
+                    counters = parse_spec_counters(body.decode("utf-8", "replace"))
+                except ValueError:
+                    why = "not Prometheus text exposition"
+            if counters is None:
+                if self.cfg.metrics_urls and u not in self._unreadable:
+                    self._unreadable.add(u)
+                    self.metrics_problems.append(
+                        f"{redact_url(u)} could not be read ({why}): no acceptance from it"
+                    )
                 return None
-            try:
-                out.append(parse_spec_counters(body.decode("utf-8", "replace")))
-            except ValueError:
-                return None
+            out.append(counters)
         return out
 
     # ---------------------------------------------------------------- load shapes
