@@ -119,9 +119,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "--concurrency", "64", "--peak-concurrency", "256", "--model", "llama-3.1-8b",
         "--dtype", "bf16", "--served-model", "alphagate-twin",
     )  # fmt: skip
-    gate = cli.run(
-        "gate", "--plan", str(out["plan_twin"]), "--bench", str(out["bench"]), "--json"
-    )
+    gate = cli.run("gate", "--plan", str(out["plan_twin"]), "--bench", str(out["bench"]), "--json")
     assert gate.exit_code in (0, 1, 3), gate.output  # pass, fail, or not enough evidence yet
     out["gate"] = root / "gate.json"
     out["gate"].write_text(gate.stdout, encoding="utf-8")
