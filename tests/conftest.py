@@ -20,11 +20,13 @@ from alphagate.specs import DeploymentConfig, resolve_deployment
 class Cli:
     """Invoke ``alphagate`` in-process; ``json(...)`` adds ``--json`` and parses the object."""
 
-    def __init__(self) -> None:
+    def __init__(self, width: int | None = None) -> None:
+        """``width``: the terminal's columns (rich reads ``COLUMNS``)."""
         self.runner = CliRunner()
+        self.env = None if width is None else {"COLUMNS": str(width), "NO_COLOR": "1"}
 
     def run(self, *args: str) -> Any:
-        return self.runner.invoke(app, list(args))
+        return self.runner.invoke(app, list(args), env=self.env)
 
     def json(self, *args: str, exit_code: int = 0) -> dict[str, Any]:
         result = self.run(*args, "--json")

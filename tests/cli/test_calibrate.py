@@ -296,3 +296,33 @@ def test_a_partial_profile_loads_and_says_so(profile: Path, tmp_path: Path) -> N
     partial.write_text(json.dumps({**data, "partial": True}))
     assert "partial" in load_profile(partial).summary()
     assert "partial" not in load_profile(profile).summary()
+
+
+def test_a_calibration_narrows_the_plans_ranges_and_they_hold_the_truth(tmp_path: Path) -> None:
+    """A profile fitted to a simulated server with known coefficients, on levels with and without
+    speculation at concurrency 1–16, replaces the prior ranges with the fit's covariance: the
+    plan's range at a level inside the profile's (not one it was fitted on) is at most half as
+    wide, and holds the speedup of the server the data came from."""
+    levels = [(1, 0, 2048, 8, 8), *((c, k, 256, 64, 16 * c) for c in (1, 4, 16) for k in (0, 3))]
+    results = [_vllm_result(tmp_path / f"r{i}.json", *lv) for i, lv in enumerate(levels)]
+    profile = tmp_path / "calibration.json"
+    cli = Cli()
+    r = cli.run("calibrate", *map(str, results), *DEP, "--out", str(profile))
+    assert r.exit_code == 0, r.output
+    base = ["--class", "chat:1:0.7", "--concurrency", "8", "--k", "3"]
+    prior = cli.json("plan", *base, *DEP)
+    cal = cli.json("plan", *base, "--calibration", str(profile))
+    truth = cli.json(
+        "plan", *base, *DEP, "--target-time-scale", f"{TRUTH['target_time_scale']:g}",
+        "--step-overhead-ms", f"{TRUTH['step_overhead_s'] * 1e3:g}",
+        "--per-seq-overhead-us", f"{TRUTH['per_seq_overhead_s'] * 1e6:g}",
+    )  # fmt: skip
+
+    def row(d: dict[str, Any]) -> dict[str, Any]:
+        return next(r for r in d["rows"] if r["concurrency"] == 8)
+
+    assert prior["uncertainty"]["origin"] == "prior"
+    assert cal["uncertainty"]["origin"] == "calibration"
+    iv_p, iv_c = row(prior)["throughput_speedup_interval"], row(cal)["throughput_speedup_interval"]
+    assert iv_c["high"] - iv_c["low"] <= 0.5 * (iv_p["high"] - iv_p["low"])
+    assert iv_c["low"] <= row(truth)["throughput_speedup"] <= iv_c["high"]

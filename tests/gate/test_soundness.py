@@ -5,6 +5,7 @@ fails or has not enough evidence into a pass. (They may make it refuse the evide
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ def _mutate(folder: Path, kind: str, pick: int, factor: float) -> None:
         rec = json.loads(lines[i])
         field = ("output_tokens", "e2e_s", "ttft_s", "send_s")[pick % 4]
         rec[field] = (rec[field] or 1) * factor
-        if field == "output_tokens":
+        if field == "output_tokens" and math.isfinite(rec[field]):
             rec[field] = int(rec[field])
         lines[i] = json.dumps(rec)
     elif kind == "edit-summary":

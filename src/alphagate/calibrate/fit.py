@@ -206,8 +206,9 @@ def design_rows(
 
 def _solve(
     rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """θ, its standard errors and each coefficient's data share (see the module docstring)."""
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """θ, its standard errors, each coefficient's data share (see the module docstring), and
+    θ's covariance (zero for the coefficients held)."""
     from scipy.optimize import lsq_linear  # scipy costs ~0.2 s to import: only here
 
     x = np.stack([r.x for r in rows])  # [rows, coefficients + 1]
@@ -243,7 +244,9 @@ def _solve(
     share = np.zeros_like(prior)
     se[idx] = s * np.sqrt(np.diag(cov) * max(chi2, CHI2_FLOOR))
     share[idx] = np.clip(1.0 - PRIOR_WEIGHT * np.diag(cov), 0.0, 1.0)
-    return theta, se, share
+    full = np.zeros((prior.size, prior.size))
+    full[np.ix_(idx, idx)] = np.outer(s, s) * cov * max(chi2, CHI2_FLOOR)
+    return theta, se, share, full
 
 
 def fit_profile(
@@ -276,7 +279,7 @@ def fit_profile(
     x = np.stack([r.x for r in rows])
     # a coefficient is fitted when its term appears in some row (no drafter, no TP: held)
     free = np.abs(x).sum(axis=0) > 0
-    theta, se, share = _solve(rows, prior, free)
+    theta, se, share, cov = _solve(rows, prior, free)
     fitted = x @ theta
     coefficients = [
         FittedCoefficient(
@@ -322,6 +325,7 @@ def fit_profile(
         request_overhead_s=float(theta[-1]) if has_ttft else None,
         points=points,
         rms_residual_pct=rms,
+        covariance=cov[: len(NAMES), : len(NAMES)].tolist(),
         valid_concurrency=(min(concs), max(concs)),
         valid_k=(min(ks), max(ks)) if ks else (0, 0),
         sources=sorted({o.source for o in observations}),

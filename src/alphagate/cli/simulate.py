@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from alphagate.core.traffic import TrafficClass
     from alphagate.sim.explain import CostExplanation
     from alphagate.sim.sweep import SweepResult
+    from alphagate.specs.calibration import CalibrationProfile
     from alphagate.specs.deployment import DeploymentConfig
     from alphagate.specs.workload import WorkloadConfig
 
@@ -243,7 +244,7 @@ def simulate_cmd(
     if explain_cost:
         k_list = int_list(ks, "--k", 1, 64) if "k" in _given(ctx) else [1, 2, 3, 4, 5]
         top = max(int_list(concurrency, "--concurrency", 1, 65_536)) if concurrency else 64
-        _explain(dep, wl, k_list, top, as_json)
+        _explain(dep, profile, wl, k_list, top, as_json)
         return
     try:
         cfg = SweepConfig(
@@ -323,12 +324,18 @@ def _classes(
 
 
 def _explain(
-    dep: DeploymentConfig, wl: WorkloadConfig, ks: list[int], top: int, as_json: bool
+    dep: DeploymentConfig,
+    profile: CalibrationProfile | None,
+    wl: WorkloadConfig,
+    ks: list[int],
+    top: int,
+    as_json: bool,
 ) -> None:
     from alphagate.core.errors import ConfigError
     from alphagate.sim.cost import build_cost_model
     from alphagate.sim.explain import explain_cost, powers_of_two
     from alphagate.specs.deployment import resolve_deployment
+    from alphagate.specs.uncertainty import cost_ranges
 
     try:
         resolved = resolve_deployment(dep, wl, top)
@@ -336,7 +343,7 @@ def _explain(
         config_error(exc, "--model/--gpu/--tp/--dtype")
     cost = build_cost_model(resolved)
     batches = powers_of_two(min(top, resolved.largest_batch(wl)))
-    e = explain_cost(cost, batches, ks, wl.mean_context())
+    e = explain_cost(cost, batches, ks, wl.mean_context(), cost_ranges(dep, profile))
     show("simulate --explain-cost", e, as_json, _render_explanation)
 
 

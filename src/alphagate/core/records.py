@@ -7,7 +7,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RESULTS_SCHEMA", "Frozen", "Results", "finite", "results_payload"]
+__all__ = ["RESULTS_SCHEMA", "Frozen", "Interval", "Results", "finite", "results_payload"]
 
 #: Every results JSON (``--json`` output, ``summary.json``, plans) carries this schema and a verb.
 RESULTS_SCHEMA: Final = "alphagate.results/v1"
@@ -22,6 +22,31 @@ class Frozen(BaseModel):
 def finite(x: float | None) -> float | None:
     """``x`` when it is a finite number, else None (JSON has no NaN or infinity)."""
     return x if x is not None and math.isfinite(x) else None
+
+
+class Interval(Frozen):
+    """The range a prediction spans over its uncertain inputs (``low`` ≤ ``high``; None: beyond
+    what the quantity can take there, e.g. no α pays, or it pays at every batch)."""
+
+    low: float | None
+    high: float | None
+
+    def straddles(self, x: float) -> bool:
+        """Whether ``x`` lies strictly inside (an open end counts as beyond ``x``)."""
+        lo = -math.inf if self.low is None else self.low
+        hi = math.inf if self.high is None else self.high
+        return lo < x < hi
+
+    def width(self) -> float | None:
+        if self.low is None or self.high is None:
+            return None
+        return self.high - self.low
+
+    def text(self, fmt: str = ".2f", suffix: str = "") -> str:
+        """``[1.15–1.42×]``; an open end is shown as ``…``."""
+        lo = "…" if self.low is None else f"{self.low:{fmt}}"
+        hi = "…" if self.high is None else f"{self.high:{fmt}}"
+        return f"[{lo}–{hi}{suffix}]"
 
 
 class Results(Frozen):

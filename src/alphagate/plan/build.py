@@ -14,10 +14,13 @@ The order of the computation is the order a reader decides in:
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
+from typing import Literal
 
 from alphagate import theory
 from alphagate.core.fmt import num
+from alphagate.core.records import Interval
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.engine_config import (
     EngineCommand,
@@ -34,17 +37,21 @@ from alphagate.plan.priors import prior_for
 from alphagate.plan.records import (
     AlphaSource,
     ClassRow,
+    ConstantRangeRow,
     Gate,
     LoadRow,
     Memory,
     P99Check,
     Plan,
     PlanRequest,
+    Uncertainty,
     Verdict,
     parse_engine_version,
 )
-from alphagate.plan.runbook import playbook, risks, stages
-from alphagate.sim.predict import MIN_GAIN
+from alphagate.plan.runbook import plan_argv, playbook, risks, stages
+from alphagate.sim.predict import MIN_GAIN, model_speedup
+from alphagate.sim.uncertainty import CostDesign
+from alphagate.specs.deployment import DeploymentConfig
 
 __all__ = ["FIXED_RULE", "GATE_MARGIN", "build_plan"]
 
@@ -61,6 +68,9 @@ K_AGREEMENT = 0.98
 #: Share of the plan's levels where the shipped K agrees: high at or above the first, medium at
 #: or above the second, low below.
 CONFIDENCE_HIGH, CONFIDENCE_MEDIUM = 0.8, 0.5
+#: The calibration sweep a straddling plan prints: requests per user at each level, and the file.
+CALIBRATE_REQUESTS_PER_USER = 4
+CALIBRATION_OUT = "results/calibration.json"
 
 
 @dataclass(frozen=True)
@@ -104,15 +114,46 @@ def _resolve_classes(req: PlanRequest) -> list[_Cls]:
     return out
 
 
-def _blend(classes: list[_Cls], low: bool = False) -> tuple[TrafficClass, ...]:
-    if not low:
+def _blend(classes: list[_Cls], low: bool = False, high: bool = False) -> tuple[TrafficClass, ...]:
+    """The classes at their α (``low``/``high``: priors at that end of their range)."""
+    if not (low or high):
         return tuple(c.cls for c in classes)
     return tuple(
-        c.cls.model_copy(update={"alpha": c.low, "alpha_by_pos": None})
+        c.cls.model_copy(update={"alpha": c.low if low else c.high, "alpha_by_pos": None})
         if c.kind == "prior"
         else c.cls
         for c in classes
     )
+
+
+def _intervals(
+    pred: Predictor, c: int, k: int, classes: list[_Cls], pool: tuple[TrafficClass, ...]
+) -> tuple[Interval, Interval, Interval]:
+    """(throughput, TPOT, P99 ratio) intervals of ``pool`` at ``c`` with K = ``k``: the step-time
+    constants' ranges by simulation at their corners, widened for α priors by the closed form's
+    factor between a prior's ends and its midpoint (at the corners' ends)."""
+    thr, tpot, p99 = pred.sim_intervals(c, pool, k)
+    names = {x.name for x in pool}
+    priors = [x for x in classes if x.kind == "prior" and x.cls.name in names]
+    if k == 0 or not priors:
+        return thr, tpot, p99
+    shares = {x.name: x.share for x in pool}
+    ends = [
+        tuple(x.model_copy(update={"share": shares[x.name]}) for x in _blend(classes, **end)
+              if x.name in names)
+        for end in ({"low": True}, {"high": True})
+    ]  # fmt: skip
+    mid = pred.speedup_spread(pool, k, c)
+    lo = pred.speedup_spread(ends[0], k, c).low / mid.low if mid.low > 0 else 1.0
+    hi = pred.speedup_spread(ends[1], k, c).high / mid.high if mid.high > 0 else 1.0
+    lo, hi = min(1.0, lo), max(1.0, hi)
+
+    def widen(x: Interval) -> Interval:
+        return Interval(
+            low=None if x.low is None else x.low * lo, high=None if x.high is None else x.high * hi
+        )
+
+    return widen(thr), widen(tpot), p99
 
 
 def _window(policy: _Policy, req: PlanRequest) -> list[int]:
@@ -162,7 +203,8 @@ def _policy(pred: Predictor, req: PlanRequest, blend: tuple[TrafficClass, ...]) 
     return _Policy(levels, k_at, fixed_k, False, [], cut, disable)
 
 
-def _rows(pred: Predictor, policy: _Policy, blend: tuple[TrafficClass, ...]) -> list[LoadRow]:
+def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow]:
+    blend = _blend(classes)
     rows = []
     for c in policy.levels:
         k = policy.k_at[c]
@@ -170,6 +212,7 @@ def _rows(pred: Predictor, policy: _Policy, blend: tuple[TrafficClass, ...]) -> 
         on = pred.paired(c, blend, k).spec if k else fixed.baseline
         off = fixed.baseline
         best_k, best_s = pred.best_k_sim(c, blend)
+        thr, tpot, p99 = _intervals(pred, c, k, classes, blend)
         rows.append(
             LoadRow(
                 concurrency=c,
@@ -185,6 +228,11 @@ def _rows(pred: Predictor, policy: _Policy, blend: tuple[TrafficClass, ...]) -> 
                 fixed_k_speedup=pred.sim_speedup(c, blend, policy.fixed_k),
                 best_k_sim=best_k,
                 best_k_sim_speedup=best_s,
+                throughput_speedup_interval=thr,
+                tpot_speedup_interval=tpot,
+                itl_p99_ratio_interval=p99,
+                alpha_breakeven_interval=pred.breakeven_interval(k, c),
+                best_k_range=pred.best_k_range(blend, c),
             )
         )
     return rows
@@ -194,18 +242,16 @@ def _class_rows(
     pred: Predictor, req: PlanRequest, policy: _Policy, classes: list[_Cls]
 ) -> list[ClassRow]:
     window = _window(policy, req)
-    gate_at = {c: pred.breakeven(policy.k_at[c], c) for c in window if policy.k_at[c] > 0}
+    gate_at = {c: _gate_alpha(pred, policy.k_at[c], c) for c in window if policy.k_at[c] > 0}
     out = []
     for c in classes:
         one = (c.cls.model_copy(update={"share": 1.0}),)
         fails = [
             lvl
-            for lvl, be in gate_at.items()
-            if be is None
-            or theory.equivalent_alpha(c.cls.conditional(policy.k_at[lvl])) < be + GATE_MARGIN
+            for lvl, gate in gate_at.items()
+            if gate >= 1.0 or theory.equivalent_alpha(c.cls.conditional(policy.k_at[lvl])) < gate
         ]
         worst = max(gate_at, default=None)
-        be_worst = gate_at.get(worst) if worst is not None else None
         out.append(
             ClassRow(
                 name=c.cls.name,
@@ -221,15 +267,46 @@ def _class_rows(
                     one, policy.k_at[req.concurrency], req.concurrency
                 ),
                 speedup_peak=pred.model_speedup(one, policy.k_at[req.peak], req.peak),
-                alpha_gate=None
-                if worst is None
-                else min(1.0, (be_worst if be_worst is not None else 1.0) + GATE_MARGIN),
+                alpha_gate=None if worst is None else gate_at[worst],
                 clears_gate=bool(gate_at) and not fails,
                 fails_at_concurrency=min(fails) if fails else None,
                 crossover_concurrency=pred.crossover(one, policy.fixed_k),
+                speedup_target_interval=_class_interval(
+                    pred, c, policy.k_at[req.concurrency], req.concurrency
+                ),
+                speedup_peak_interval=_class_interval(pred, c, policy.k_at[req.peak], req.peak),
+                crossover_concurrency_interval=pred.crossover_interval(one, policy.fixed_k),
             )
         )
     return out
+
+
+def _pessimistic_breakeven(pred: Predictor, k: int, c: int) -> float | None:
+    """The break-even α at the pessimistic end of the ranges (None: no α pays there)."""
+    iv = pred.breakeven_interval(k, c)
+    return None if iv is None else iv.high
+
+
+def _gate_alpha(pred: Predictor, k: int, c: int) -> float:
+    """The α a class must clear at ``c`` with K = ``k``: the break-even α at the pessimistic end
+    of the step-time constants' ranges, and never less than the modelled break-even +
+    :data:`GATE_MARGIN` (1: no α pays there)."""
+    nominal, pessimistic = pred.breakeven(k, c), _pessimistic_breakeven(pred, k, c)
+    if nominal is None or pessimistic is None:
+        return 1.0
+    return min(1.0, max(nominal + GATE_MARGIN, pessimistic))
+
+
+def _class_interval(pred: Predictor, c: _Cls, k: int, concurrency: int) -> Interval:
+    """One class's closed-form speedup over the constants' ranges and its α prior's."""
+    if k == 0:
+        return Interval(low=1.0, high=1.0)
+    one = c.cls.model_copy(update={"share": 1.0})
+    ends = [one]
+    if c.kind == "prior":
+        ends += [one.model_copy(update={"alpha": a, "alpha_by_pos": None}) for a in (c.low, c.high)]
+    spreads = [pred.speedup_spread((x,), k, concurrency) for x in ends]
+    return Interval(low=min(x.low for x in spreads), high=max(x.high for x in spreads))
 
 
 def _routed_speedups(
@@ -277,6 +354,7 @@ def _reason(
     fleet: float,
     low_gain: float,
     p99: P99Check | None = None,
+    uncertainty: Uncertainty | None = None,
 ) -> str:
     c, peak = req.concurrency, req.peak
     by = {r.concurrency: r for r in rows}
@@ -295,9 +373,14 @@ def _reason(
         paying = [r.concurrency for r in rows if r.k > 0]
         pays = f"; with this traffic it pays up to concurrency {max(paying)}" if paying else ""
         if t.k == 0:
+            unsure = (
+                f" {uncertainty.decision_interval.text()}, a range that holds 1×"
+                if uncertainty is not None and uncertainty.straddles else ""
+            )  # fmt: skip
             return (
                 f"no K in 1..{req.k or req.k_max} gains {MIN_GAIN - 1:.0%} at concurrency {c} "
-                f"(the best, K={t.best_k_sim}, gives {t.best_k_sim_speedup:.3f}× throughput){pays}"
+                f"(the best, K={t.best_k_sim}, gives {t.best_k_sim_speedup:.3f}× throughput"
+                f"{unsure}){pays}"
             )
         if t.throughput_speedup < MIN_GAIN:
             return (
@@ -307,8 +390,19 @@ def _reason(
         worst = min(classes, key=lambda x: x.speedup_target)
         return (
             f"at concurrency {c} (K={t.k}) no class clears the gate α {_a(worst.alpha_gate)} "
-            f"(break-even {_a(t.alpha_breakeven)} + {GATE_MARGIN}); {worst.name} at α "
+            f"(the break-even α at the pessimistic end of the step-time ranges, at least "
+            f"{_a(t.alpha_breakeven)} + {GATE_MARGIN}); {worst.name} at α "
             f"{worst.alpha_label} gives {worst.speedup_target:.2f}× throughput{pays}"
+        )
+    if verdict == "measure first" and uncertainty is not None and uncertainty.straddles:
+        iv = uncertainty.decision_interval
+        over = "the step-time constants' ranges" + (
+            f" and the α priors of {', '.join(uncertainty.alpha_priors)}"
+            if uncertainty.alpha_priors else ""
+        )  # fmt: skip
+        return (
+            f"at concurrency {c} (K={t.k}) the predicted speedup is {headline:.2f}× "
+            f"{iv.text(suffix='×')}, across 1× over {over}: {uncertainty.settle_text()}"
         )
     if verdict == "measure first":
         return (
@@ -316,11 +410,16 @@ def _reason(
             f"concurrency {c} (K={t.k}), but at the low end of the priors {low_gain:.2f}×: "
             "measure α before turning it on"
         )
+    rng = "" if uncertainty is None else f" {uncertainty.decision_interval.text()}"
     peak_txt = ""
     if peak != c:
         p = by[peak]
+        peak_s = (
+            f"{p.throughput_speedup:.2f}×" if uncertainty is None
+            else f"{uncertainty.peak_speedup:.2f}× {uncertainty.peak_interval.text()}"
+        )  # fmt: skip
         peak_txt = (
-            f"; at the peak {peak} it runs K={p.k} ({p.throughput_speedup:.2f}×)"
+            f"; at the peak {peak} it runs K={p.k} ({peak_s})"
             if p.k
             else f"; at the peak {peak} speculation is off (K=0)"
         )
@@ -331,10 +430,11 @@ def _reason(
             for x in bad
         )
         return (
-            f"{headline:.2f}× higher throughput at concurrency {c} (K={t.k}) for the classes that "
-            f"clear the gate ({fleet:.2f}× fleet-wide); route {names} without speculation{peak_txt}"
+            f"{headline:.2f}×{rng} higher throughput at concurrency {c} (K={t.k}) for the classes "
+            f"that clear the gate ({fleet:.2f}× fleet-wide); route {names} without speculation"
+            f"{peak_txt}"
         )
-    return f"{headline:.2f}× higher throughput at concurrency {c} (K={t.k}){peak_txt}"
+    return f"{headline:.2f}×{rng} higher throughput at concurrency {c} (K={t.k}){peak_txt}"
 
 
 def _a(x: float | None) -> str:
@@ -349,9 +449,11 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
     c = max(on)
     k = policy.k_at[c]
     target = next(r for r in rows if r.concurrency == req.concurrency)
-    be = pred.breakeven(k, c)
+    be = _pessimistic_breakeven(pred, k, c)
     be_v = 1.0 if be is None else be
-    a = min(1.0, be_v + GATE_MARGIN)
+    tpot = target.tpot_speedup or 1.0
+    tpot_low = target.tpot_speedup_interval.low if target.tpot_speedup_interval else None
+    a = _gate_alpha(pred, k, c)
     return Gate(
         concurrency=c,
         k=k,
@@ -365,7 +467,9 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
         ),
         fixed_rule_alpha=FIXED_RULE,
         fixed_rule_draft_acceptance_rate=float(theory.draft_acceptance_rate(FIXED_RULE, k)),
-        min_tpot_speedup=min(TPOT_GATE_CAP, (target.tpot_speedup or 1.0) / TPOT_GATE_SLACK),
+        min_tpot_speedup=min(
+            TPOT_GATE_CAP, tpot / TPOT_GATE_SLACK, *([tpot_low] if tpot_low else [])
+        ),
         min_itl_per_token_p99_speedup=1.0 / (req.p99_budget or P99_NOISE),
         p99_budget=req.p99_budget or P99_NOISE,
         p99_budget_source=(
@@ -397,13 +501,12 @@ def _change_verdict(
             f"at concurrency {c}, if the tail matters less than the {_speed(pred, c, classes, p99.k):.2f}× "
             "throughput"
         )
-    needs = [(k, pred.breakeven(k, c)) for k in range(1, (req.k or req.k_max) + 1)]
-    reachable = [(k, be) for k, be in needs if be is not None and be + GATE_MARGIN <= 1.0]
+    needs = [(k, _gate_alpha(pred, k, c)) for k in range(1, (req.k or req.k_max) + 1)]
+    reachable = [(k, a) for k, a in needs if a < 1.0]
     if p99 is not None and not p99.ok:
         pass  # speculation pays here: no α is missing, only the tail
     elif reachable:
-        k, be = min(reachable, key=lambda x: x[1])
-        a = be + GATE_MARGIN
+        k, a = min(reachable, key=lambda x: x[1])
         out.append(
             f"a measured α ≥ {a:.2f} per class (ρ ≥ {float(theory.draft_acceptance_rate(a, k)):.3f} "
             f"at K={k}) would make speculation pay at concurrency {c}"
@@ -600,13 +703,148 @@ def _qualifiers(
     return out
 
 
+def _three_way(
+    verdict: Verdict,
+    decision: Interval,
+    rows: list[LoadRow],
+    req: PlanRequest,
+    p99: P99Check | None,
+) -> Verdict:
+    """GO / NO-GO only where the interval at the target is clear of 1×: a GO whose interval
+    reaches below 1×, or a NO-GO (a gain within the model's error, or classes below the gate's
+    pessimistic break-even) whose interval reaches above it, is MEASURE FIRST. A NO-GO for the
+    tail stays."""
+    if verdict in ("go", "go for some classes only") and decision.low is not None:
+        return "measure first" if decision.low < 1.0 else verdict
+    t = next(r for r in rows if r.concurrency == req.concurrency)
+    iv = t.throughput_speedup_interval
+    if (
+        verdict == "no-go" and t.k > 0 and (p99 is None or p99.ok)
+        and iv is not None and iv.straddles(1.0)
+    ):  # fmt: skip
+        return "measure first"
+    return verdict
+
+
+def _shipped_interval(
+    pred: Predictor, req: PlanRequest, k: int, classes: list[_Cls], away: list[str]
+) -> Interval:
+    """Throughput speedup of what is shipped at the target (the pool left after routing), over
+    the ranges."""
+    if k == 0:
+        return Interval(low=1.0, high=1.0)
+    return _intervals(pred, req.concurrency, k, classes, _pool(classes, away))[0]
+
+
+def _calibrate_argv(req: PlanRequest, concurrencies: list[int]) -> list[str]:
+    """``alphagate calibrate`` against the baseline and the staging replica for this deployment."""
+    d, base = req.deployment, DeploymentConfig()
+    argv = ["alphagate", "calibrate", "--url", req.url, "--url", req.staging_url,
+            "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
+            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
+    if d.tp is not None:
+        argv += ["--tp", str(d.tp)]
+    if d.drafter.checkpoint:
+        argv += ["--draft", d.drafter.checkpoint]
+    for field, flag in (
+        ("draft_tp", "--draft-tp"),
+        ("max_num_seqs", "--max-num-seqs"),
+        ("max_num_batched_tokens", "--max-num-batched-tokens"),
+        ("cudagraph_max_tokens", "--cudagraph-max-tokens"),
+    ):
+        value = getattr(d, field)
+        if value != getattr(base, field):
+            argv += [flag, str(value)]
+    if req.served_model:
+        argv += ["--served-model", req.served_model]
+    levels = ",".join(str(c) for c in sorted({1, *concurrencies}))
+    return [*argv, "--concurrency", levels, "--requests-per-user", str(CALIBRATE_REQUESTS_PER_USER),
+            "--out", CALIBRATION_OUT]  # fmt: skip
+
+
+def _uncertainty(
+    pred: Predictor,
+    req: PlanRequest,
+    policy: _Policy,
+    rows: list[LoadRow],
+    classes: list[_Cls],
+    away: list[str],
+    decision: Interval,
+) -> Uncertainty:
+    """The ranges, the interval the verdict reads, and, when it (or the peak's) holds 1×, the
+    cheapest measurement that would settle it with the interval it would leave there."""
+    c = req.concurrency
+    priors = [x.cls.name for x in classes if x.kind == "prior"]
+    straddles = decision.straddles(1.0)
+    pool = _pool(classes, away)
+    k_peak = policy.k_at[req.peak]
+    peak_iv = (
+        decision if req.peak == c
+        else _intervals(pred, req.peak, k_peak, classes, pool)[0] if k_peak
+        else Interval(low=1.0, high=1.0)
+    )  # fmt: skip
+    peak_value = pred.sim_speedup(req.peak, pool, k_peak)
+    at = c if straddles else req.peak
+    k = policy.k_at[at]
+    t = next(r for r in rows if r.concurrency == c)
+    if (k == 0 and at == c) or (t.k == 0 and t.best_k_sim_speedup > 1.0):
+        # speculation is off at the target: is the best K's gain clear of 1× (K = 0 there)?
+        best = pred.sim_intervals(c, pool, t.best_k_sim)[0]
+        if best.straddles(1.0):
+            at, k, straddles, decision = c, t.best_k_sim, True, best
+    settle: Literal["measure alpha", "calibrate"] | None = None
+    settled: Interval | None = None
+    commands: list[str] = []
+    if k > 0 and (straddles or peak_iv.straddles(1.0)):
+        constants_only = pred.sim_intervals(at, pool, k)[0]
+        if priors and not constants_only.straddles(1.0):
+            settle, settled = "measure alpha", constants_only
+        else:
+            settle = "calibrate"
+            # a calibration that determines each coefficient leaves about ± CALIBRATED_SPREAD
+            ranges = pred.ranges.narrowed()
+            lo, hi = (
+                CostDesign(pred.cost, ranges)
+                .spread(lambda m: model_speedup(m, pool, k, pred.batch(at), pred.workload))
+                .ratio()
+            )
+            r_lo, r_hi = ranges.residual_factors()
+            lo, hi = lo * r_lo, hi * r_hi
+            sim = pred.sim_speedup(at, pool, k)
+            settled = Interval(low=sim * lo, high=sim * hi)
+            replan = plan_argv(
+                req, alpha_from=[], out=f"{req.out_stem}-calibrated.md", calibration=CALIBRATION_OUT
+            )
+            commands = [shlex.join(_calibrate_argv(req, [c, req.peak])), shlex.join(replan)]
+    return Uncertainty(
+        origin=pred.ranges.origin,
+        ranges=[
+            ConstantRangeRow(
+                coefficient=r.coefficient, value=r.value, low=r.low, high=r.high, source=r.source
+            )
+            for r in pred.ranges.ranges
+            if not r.fixed
+        ],
+        alpha_priors=priors,
+        decision_concurrency=c,
+        decision_interval=decision,
+        peak_interval=peak_iv,
+        peak_speedup=peak_value,
+        straddles=straddles,
+        settle_at=at if settle else None,
+        settle_by=settle,
+        settle_commands=commands,
+        settled_interval=settled,
+    )
+
+
 def build_plan(req: PlanRequest) -> Plan:
     """Compute the plan for ``req`` (raises SpecError / ConfigError on impossible input)."""
     pred = Predictor(req)
     classes = _resolve_classes(req)
     blend = _blend(classes)
     policy = _policy(pred, req, blend)
-    rows = _rows(pred, policy, blend)
+    rows = _rows(pred, policy, classes)
     class_rows = _class_rows(pred, req, policy, classes)
     k_t = policy.k_at[req.concurrency]
     low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
@@ -617,7 +855,7 @@ def build_plan(req: PlanRequest) -> Plan:
         if k_cap is not None:
             policy = _cap_policy(policy, pred, req.concurrency, k_cap)
         if k_cap is not None or tail_away:
-            rows = _rows(pred, policy, blend)
+            rows = _rows(pred, policy, classes)
             class_rows = _class_rows(pred, req, policy, classes)
             k_t = policy.k_at[req.concurrency]
             low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
@@ -627,6 +865,9 @@ def build_plan(req: PlanRequest) -> Plan:
     headline, fleet = _routed_speedups(pred, req, k_t, classes, away)
     if not away:
         headline = fleet = pred.sim_speedup(req.concurrency, blend, k_t)
+    decision = _shipped_interval(pred, req, k_t, classes, away)
+    verdict = _three_way(verdict, decision, rows, req, p99)
+    uncertainty = _uncertainty(pred, req, policy, rows, classes, away, decision)
     naive = sum(c.share * c.alpha for c in class_rows)
     by = {r.concurrency: r for r in rows}
     drafter = req.deployment.drafter
@@ -648,7 +889,9 @@ def build_plan(req: PlanRequest) -> Plan:
     plan = Plan(
         verdict=verdict,
         qualifiers=_qualifiers(req, verdict, class_rows, p99),
-        reason=_reason(verdict, req, policy, rows, class_rows, headline, fleet, low_gain, p99),
+        reason=_reason(
+            verdict, req, policy, rows, class_rows, headline, fleet, low_gain, p99, uncertainty
+        ),
         change_verdict=_change_verdict(pred, req, verdict, policy, class_rows, p99),
         deployment=pred.resolved.describe(),
         deployment_detail=pred.resolved.summary(),
@@ -665,6 +908,8 @@ def build_plan(req: PlanRequest) -> Plan:
         routed_away=away,
         rows=rows,
         headline_speedup=headline,
+        headline_interval=decision,
+        uncertainty=uncertainty,
         fleet_speedup=fleet,
         blend_speedup_target=by[req.concurrency].throughput_speedup,
         blend_speedup_peak=by[req.peak].throughput_speedup,
@@ -674,6 +919,7 @@ def build_plan(req: PlanRequest) -> Plan:
             (TrafficClass(name="naive", share=1.0, alpha=naive),), k_t, req.concurrency
         ),
         blend_crossover_concurrency=pred.crossover(blend, policy.fixed_k),
+        blend_crossover_interval=pred.crossover_interval(blend, policy.fixed_k),
         crossover_search_max=pred.b_max,
         memory=_memory(pred),
         speculative_config=spec_cfg,

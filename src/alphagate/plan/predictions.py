@@ -10,13 +10,16 @@ level is cut to 0 from that level up, so the table and the schedule never disagr
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 
+from alphagate.core.records import Interval
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.records import PlanRequest
-from alphagate.sim.cost import StepCostModel, build_cost_model
+from alphagate.sim.cost import Coefficients, StepCostModel, build_cost_model
 from alphagate.sim.engine import Scenario
 from alphagate.sim.predict import (
     MIN_GAIN,
@@ -24,9 +27,11 @@ from alphagate.sim.predict import (
     breakeven_alpha_model,
     crossover_batch_model,
     model_speedup,
+    single_class,
 )
 from alphagate.sim.run import PairedRun, run_paired
 from alphagate.sim.sweep import default_num_requests
+from alphagate.sim.uncertainty import CostDesign, Spread
 from alphagate.sim.workload import (
     ClosedLoop,
     RequestSet,
@@ -35,8 +40,28 @@ from alphagate.sim.workload import (
     unconditional_table,
 )
 from alphagate.specs.deployment import ResolvedDeployment, resolve_deployment
+from alphagate.specs.uncertainty import CostRanges, cost_ranges
 
 __all__ = ["Predictor", "plan_levels"]
+
+
+def _interval(values: list[float | None], lo: float = 1.0, hi: float = 1.0) -> Interval:
+    """The lowest and highest of ``values``, the ends moved by the factors ``lo`` and ``hi``."""
+    xs = [x for x in values if x is not None and math.isfinite(x)]
+    if not xs:
+        return Interval(low=None, high=None)
+    return Interval(low=min(xs) * lo, high=max(xs) * hi)
+
+
+def _open(x: float) -> float | None:
+    return None if math.isinf(x) else x
+
+
+def _p99_ratio(run: PairedRun) -> float | None:
+    off = run.baseline.itl_per_token_ms.p99
+    on = run.spec.itl_per_token_ms.p99
+    return None if not off or on is None else on / off
+
 
 #: The concurrencies every plan table shows (below the peak), beside the target and the peak.
 STANDARD_LEVELS = (1, 4, 16, 64, 128, 256)
@@ -60,8 +85,12 @@ class Predictor:
         )
         self.cost: StepCostModel = build_cost_model(self.resolved)
         self.b_max = self.resolved.largest_batch(req.workload)
+        self.ranges: CostRanges = cost_ranges(req.deployment, req.calibration)
+        self.design = CostDesign(self.cost, self.ranges, self._rebuild)
         self._requests: dict[int, RequestSet] = {}
-        self._paired: dict[tuple[int, tuple[TrafficClass, ...], int], PairedRun] = {}
+        self._paired: dict[
+            tuple[int, tuple[TrafficClass, ...], int, Coefficients | None], PairedRun
+        ] = {}
 
     def batch(self, concurrency: int) -> float:
         """The steady batch at a concurrency: capped by what the deployment holds."""
@@ -78,9 +107,16 @@ class Predictor:
             )
         return self._requests[users]
 
-    def paired(self, users: int, classes: tuple[TrafficClass, ...], k: int) -> PairedRun:
-        """K drafts vs no speculation on the same requests, ``users`` closed-loop users."""
-        key = (users, classes, k)
+    def paired(
+        self,
+        users: int,
+        classes: tuple[TrafficClass, ...],
+        k: int,
+        cost: StepCostModel | None = None,
+    ) -> PairedRun:
+        """K drafts vs no speculation on the same requests, ``users`` closed-loop users (with
+        ``cost``: priced by that model, on the same requests and random numbers)."""
+        key = (users, classes, k, None if cost is None else cost.coefficients)
         if key not in self._paired:
             base = self._requests_for(users)
             cls = sample_classes(classes, base.n, np.random.default_rng([self.req.seed, users, 7]))
@@ -92,7 +128,7 @@ class Predictor:
                 self.req.deployment.max_num_seqs,
             )
             self._paired[key] = run_paired(
-                self.cost, sc, np.random.default_rng([self.req.seed, users, k])
+                cost or self.cost, sc, np.random.default_rng([self.req.seed, users, k])
             )
         return self._paired[key]
 
@@ -117,6 +153,77 @@ class Predictor:
     @cached_property
     def _k_range(self) -> range:
         return range(1, (self.req.k or self.req.k_max) + 1)
+
+    # ---------------------------------------------------------------- over the ranges
+    def _rebuild(self, efficiencies: dict[str, float]) -> StepCostModel:
+        dep = self.req.deployment.model_copy(update=efficiencies)
+        return build_cost_model(resolve_deployment(dep, self.req.workload, self.req.peak))
+
+    def speedup_spread(self, classes: tuple[TrafficClass, ...], k: int, concurrency: int) -> Spread:
+        """The closed-form speedup at a concurrency over the coefficients' ranges."""
+        b = self.batch(concurrency)
+        s = self.design.spread(lambda m: model_speedup(m, classes, k, b, self.workload))
+        lo, hi = self.ranges.residual_factors()
+        return replace(s, low=s.low * lo, high=s.high * hi)
+
+    def sim_intervals(
+        self, users: int, classes: tuple[TrafficClass, ...], k: int
+    ) -> tuple[Interval, Interval, Interval]:
+        """Simulated (throughput speedup, TPOT speedup, P99 ITL-per-token ratio on ÷ off) over
+        the ranges: the paired simulation rerun at the two corners of the closed-form speedup at
+        this concurrency, on the same requests and random numbers."""
+        if k == 0:
+            one = Interval(low=1.0, high=1.0)
+            return one, one, one
+        spread = self.speedup_spread(classes, k, users)
+        runs = [self.paired(users, classes, k)] + [
+            self.paired(users, classes, k, self.design.at(at))
+            for at in (spread.low_at, spread.high_at)
+        ]
+        lo, hi = self.ranges.residual_factors()
+        return (
+            _interval([r.speedup.throughput_speedup for r in runs], lo, hi),
+            _interval([r.speedup.tpot_mean_speedup for r in runs], lo, hi),
+            _interval([_p99_ratio(r) for r in runs], lo, hi),
+        )
+
+    def breakeven_interval(self, k: int, concurrency: int) -> Interval | None:
+        """Break-even α over the ranges (None for K = 0); an open high end: no α pays there."""
+        if k == 0:
+            return None
+        b = self.batch(concurrency)
+
+        def be(m: StepCostModel) -> float:
+            x = breakeven_alpha_model(m, k, b, self.workload)
+            return math.inf if x is None else x
+
+        # the break-even α is lowest where speculation pays most: the speedup's corners
+        lo_m, hi_m = self.design.corners(
+            lambda m: model_speedup(m, single_class(0.6), k, b, self.workload)
+        )
+        vals = [be(self.cost), be(lo_m), be(hi_m)]
+        return Interval(low=_open(min(vals)), high=_open(max(vals)))
+
+    def crossover_interval(self, classes: tuple[TrafficClass, ...], k: int) -> Interval:
+        """Crossover batch over the ranges; an open high end: pays up to the largest batch."""
+        nominal = self.crossover(classes, k)
+        at = float(self.b_max if nominal is None else nominal)
+        lo_m, hi_m = self.design.corners(lambda m: model_speedup(m, classes, k, at, self.workload))
+        vals = [
+            math.inf if x is None else x
+            for x in (nominal, *(crossover_batch_model(m, classes, k, self.workload, self.b_max)
+                                 for m in (lo_m, hi_m)))
+        ]  # fmt: skip
+        return Interval(low=_open(min(vals)), high=_open(max(vals)))
+
+    def best_k_range(self, classes: tuple[TrafficClass, ...], concurrency: int) -> tuple[int, int]:
+        """The model's best K at a concurrency at the two corners and the value: (lowest, highest)."""
+        k_cap = self.req.k or self.req.k_max
+        b = float(self.batch(concurrency))
+        k0 = best_k_model(self.cost, classes, b, self.workload, k_cap)[0] or 1
+        lo_m, hi_m = self.design.corners(lambda m: model_speedup(m, classes, k0, b, self.workload))
+        ks = [best_k_model(m, classes, b, self.workload, k_cap)[0] for m in (self.cost, lo_m, hi_m)]
+        return min(ks), max(ks)
 
     # ---------------------------------------------------------------- step-time model
     def model_speedup(self, classes: tuple[TrafficClass, ...], k: int, concurrency: int) -> float:

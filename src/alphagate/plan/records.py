@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from alphagate.core.records import Frozen, Results
+from alphagate.core.records import Frozen, Interval, Results
 from alphagate.core.secrets import redact, strip_credentials
 from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
@@ -22,6 +22,7 @@ from alphagate.specs.workload import WorkloadConfig
 __all__ = [
     "AlphaSource",
     "ClassRow",
+    "ConstantRangeRow",
     "Gate",
     "LoadRow",
     "Memory",
@@ -30,6 +31,7 @@ __all__ = [
     "PlanRequest",
     "Playbook",
     "Stage",
+    "Uncertainty",
     "Verdict",
 ]
 
@@ -220,6 +222,14 @@ class ClassRow(Frozen):
     crossover_concurrency: float | None = Field(
         description="batch where speculation stops paying for this class at the fixed K (model)"
     )
+    speedup_target_interval: Interval | None = Field(
+        default=None,
+        description="speedup_target over the step-time constants' ranges and the α prior's",
+    )
+    speedup_peak_interval: Interval | None = Field(default=None)
+    crossover_concurrency_interval: Interval | None = Field(
+        default=None, description="crossover over the ranges (open high end: pays at every batch)"
+    )
 
 
 class LoadRow(Frozen):
@@ -240,6 +250,75 @@ class LoadRow(Frozen):
     fixed_k_speedup: float = Field(description="throughput speedup with the fixed K")
     best_k_sim: int = Field(description="the simulator's best K in 1..k_max here")
     best_k_sim_speedup: float = Field(description="its throughput speedup (may be below 1)")
+    throughput_speedup_interval: Interval | None = Field(
+        default=None,
+        description="throughput_speedup over the step-time constants' ranges (the paired "
+        "simulation rerun at the corners) and the α priors' ranges",
+    )
+    tpot_speedup_interval: Interval | None = Field(default=None)
+    itl_p99_ratio_interval: Interval | None = Field(
+        default=None, description="on ÷ off P99 ITL per token over the ranges"
+    )
+    alpha_breakeven_interval: Interval | None = Field(
+        default=None, description="break-even α over the ranges (open high end: no α pays)"
+    )
+    best_k_range: tuple[int, int] | None = Field(
+        default=None, description="the model's best K at the two ends of the ranges"
+    )
+
+
+class ConstantRangeRow(Frozen):
+    """One step-time constant's range as the plan used it."""
+
+    coefficient: str
+    value: float
+    low: float
+    high: float
+    source: str
+
+
+class Uncertainty(Frozen):
+    """What the plan's intervals are computed over, and what would narrow them."""
+
+    origin: Literal["prior", "calibration"] = Field(
+        description="prior: documented ranges; calibration: a profile's fitted values ± 2 SE"
+    )
+    ranges: list[ConstantRangeRow]
+    alpha_priors: list[str] = Field(description="the classes whose α is a prior range")
+    decision_concurrency: int = Field(description="where the verdict's interval is read")
+    decision_interval: Interval = Field(
+        description="throughput speedup of what is shipped at that concurrency, over the ranges"
+    )
+    peak_interval: Interval = Field(description="the same at the peak concurrency")
+    peak_speedup: float = Field(description="the shipped pool's simulated speedup at the peak")
+    straddles: bool = Field(description="the interval at the target holds 1× inside it")
+    settle_at: int | None = Field(
+        default=None,
+        description="the concurrency whose interval holds 1× (the target's, else the peak's)",
+    )
+    settle_by: Literal["measure alpha", "calibrate"] | None = Field(
+        default=None, description="the cheapest measurement that would settle it there"
+    )
+    settle_commands: list[str] = Field(default_factory=list)
+    settled_interval: Interval | None = Field(
+        default=None,
+        description="the interval that measurement is expected to leave there (a calibration: "
+        "each constant within ± 10%, what a coefficient the data determine is left with)",
+    )
+
+    def settle_text(self) -> str:
+        """What would settle a range that holds 1×, and the range it is expected to leave."""
+        left = self.settled_interval
+        if left is not None and left.straddles(1.0):
+            return (
+                f"a calibration would leave {left.text(suffix='×')}, still across 1×, so only an A/B at "
+                f"concurrency {self.settle_at} settles a gain this small; calibrate first to see "
+                "how the model moves"
+            )
+        tail = "" if left is None else f" (expected to leave {left.text(suffix='×')})"
+        if self.settle_by == "measure alpha":
+            return f"measure α first (Stage 2){tail}"
+        return f"calibrate on the two replicas{tail}"
 
 
 class Memory(Frozen):
@@ -277,10 +356,18 @@ class Gate(Frozen):
     concurrency: int = Field(ge=1, description="the concurrency the gate is decided at")
     k: int = Field(ge=1, description="K the policy runs there")
     alpha_breakeven: float = Field(
-        ge=0, le=1, allow_inf_nan=False, description="break-even α at that concurrency and K"
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="break-even α at that concurrency and K, at the pessimistic end of the "
+        "step-time constants' ranges",
     )
     alpha_min: float = Field(
-        gt=0, le=1, allow_inf_nan=False, description="break-even α + the safety margin"
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="the gate α: alpha_breakeven (the pessimistic end), and never below the "
+        "modelled break-even + the 0.05 safety margin",
     )
     draft_acceptance_rate_min: float = Field(
         gt=0, le=1, allow_inf_nan=False, description="ρ at alpha_min and K: what vLLM reports"
@@ -369,6 +456,12 @@ class Plan(Results):
     headline_speedup: float = Field(
         description="throughput speedup at the target of what is recommended (after routing)"
     )
+    headline_interval: Interval | None = Field(
+        default=None, description="headline_speedup over the ranges (see uncertainty)"
+    )
+    uncertainty: Uncertainty | None = Field(
+        default=None, description="the ranges the intervals span, and what would narrow them"
+    )
     fleet_speedup: float = Field(description="the same over all traffic, routed-away classes at 1×")
     blend_speedup_target: float = Field(description="all classes at the target, shipped K")
     blend_speedup_peak: float
@@ -376,6 +469,7 @@ class Plan(Results):
     naive_mean_alpha: float
     naive_alpha_speedup_target: float
     blend_crossover_concurrency: float | None
+    blend_crossover_interval: Interval | None = None
     crossover_search_max: int
     memory: Memory
     speculative_config: dict[str, object]

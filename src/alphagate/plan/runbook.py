@@ -200,9 +200,12 @@ def _alpha_text(c: TrafficClass) -> str:
     return f"{c.alpha:g}"
 
 
-def plan_argv(req: PlanRequest, p: Plan, *, alpha_from: list[str], out: str) -> list[str]:
+def plan_argv(
+    req: PlanRequest, *, alpha_from: list[str], out: str, calibration: str | None = None
+) -> list[str]:
     """``alphagate plan …`` for the same deployment, traffic and load, with the classes' α read
-    from ``alpha_from`` (the measurement), written to ``out``."""
+    from ``alpha_from`` (the measurement) and the step-time coefficients from ``calibration``
+    (default: the plan's own), written to ``out``."""
     d, base = req.deployment, _defaults()
     argv = ["alphagate", "plan", "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
             "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
@@ -210,8 +213,8 @@ def plan_argv(req: PlanRequest, p: Plan, *, alpha_from: list[str], out: str) -> 
         argv += ["--tp", str(d.tp)]
     if d.drafter.checkpoint:
         argv += ["--draft", d.drafter.checkpoint]
-    if req.calibration_file is not None:
-        argv += ["--calibration", req.calibration_file]
+    if calibration or req.calibration_file is not None:
+        argv += ["--calibration", calibration or str(req.calibration_file)]
     else:
         for field, flag in (
             ("step_overhead_ms", "--step-overhead-ms"),
@@ -351,7 +354,7 @@ def _measure_stage(req: PlanRequest, p: Plan) -> Stage:
         goal=f"Replace every prior with a measurement: baseline and candidate alternated "
         f"{req.repeats} times per level (the gate's intervals come from the spread between runs), "
         f"and α from {how}.",
-        commands=[_bench_ab(req, p), *cmds, _sh(plan_argv(req, p, alpha_from=files, out=stem))],
+        commands=[_bench_ab(req, p), *cmds, _sh(plan_argv(req, alpha_from=files, out=stem))],
         exit_criteria=[
             "≥ 2,000 drafts per class (measure bench exits 0; 3 means send more requests)",
             f"no run marked distorted in {AB}/summary.json (a client or server that fell behind "
@@ -452,7 +455,7 @@ def _no_go_stages(req: PlanRequest, p: Plan) -> list[Stage]:
     if p.p99 is not None and not p.p99.ok:
         need = math.ceil(p.p99.ratio * 100) / 100
         budget = req.model_copy(update={"p99_budget": need})
-        alt.append(_sh(plan_argv(budget, p, alpha_from=[], out=f"{req.out_stem}-p99-budget.md")))
+        alt.append(_sh(plan_argv(budget, alpha_from=[], out=f"{req.out_stem}-p99-budget.md")))
     return [
         _stage0(req, p),
         Stage(
@@ -467,7 +470,7 @@ def _no_go_stages(req: PlanRequest, p: Plan) -> list[Stage]:
                 + _sh(_staging(req, p))
                 + "`), then run "
                 + ", ".join(f"`{c}`" for c in [_bench_ab(req, p), *cmds])
-                + f" and re-plan with `{_sh(plan_argv(req, p, alpha_from=files, out=stem))}`."
+                + f" and re-plan with `{_sh(plan_argv(req, alpha_from=files, out=stem))}`."
             ],
         ),
     ]

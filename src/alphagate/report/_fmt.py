@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from alphagate.core.fmt import num
+from alphagate.core.records import Interval
 
-__all__ = ["LOSS", "fmt_alpha", "fmt_bytes", "fmt_count", "fmt_ms", "fmt_x", "fmt_x_marked"]
+__all__ = [
+    "LOSS",
+    "fmt_alpha",
+    "fmt_bytes",
+    "fmt_count",
+    "fmt_interval",
+    "fmt_ms",
+    "fmt_x",
+    "fmt_x_marked",
+]
 
 #: Marks a net loss in text, so that pipes and NO_COLOR terminals see it too.
 LOSS = "✗"
@@ -26,6 +36,19 @@ def fmt_x_marked(x: float | None, digits: int = 2) -> str:
         return "—"
     s = f"{x:.{digits}f}×"
     return f"[red]{s} {LOSS}[/red]" if x < 1.0 else s
+
+
+def fmt_interval(
+    iv: Interval | None, digits: int = 2, suffix: str = "", brackets: bool = True
+) -> str:
+    """``[1.17–1.40]`` (an open end as ``…``), or empty when there is no interval; marked ✗ when
+    it holds 1 inside it (the prediction could go either way)."""
+    if iv is None or (iv.low is None and iv.high is None):
+        return ""
+    text = iv.text(f".{digits}f", suffix)
+    if not brackets:
+        text = text[1:-1]
+    return f"{text}?" if iv.straddles(1.0) else text
 
 
 def fmt_ms(x: float | None, digits: int = 1) -> str:

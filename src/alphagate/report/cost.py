@@ -9,7 +9,7 @@ from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.explain import CostExplanation
 from alphagate.specs.calibration import CalibrationProfile
 
-__all__ = ["render_calibration", "render_explanation"]
+__all__ = ["const_text", "render_calibration", "render_explanation"]
 
 #: Column-friendly names of the step-time model's terms (``alphagate.sim.cost.TERMS``).
 SHORT = {
@@ -29,6 +29,13 @@ SHORT = {
     "host_spec": "host/spec",
     "host_draft": "host/draft",
 }
+
+
+def const_text(name: str, x: float) -> str:
+    """A step-time constant in its natural unit: seconds as ms or µs, factors as they are."""
+    if not name.endswith("_s"):
+        return f"{x:.3g}"
+    return f"{x * 1e3:.3g} ms" if x >= 1e-4 or x == 0 else f"{x * 1e6:.3g} µs"
 
 
 def render_explanation(e: CostExplanation, k_detail: int | None = None) -> RenderableType:
@@ -72,7 +79,23 @@ def render_explanation(e: CostExplanation, k_detail: int | None = None) -> Rende
     note = (
         f"Below 0.0005 everywhere here: {', '.join(SHORT[t] for t in hidden)}. " if hidden else ""
     ) + "v = 1 + Σ of the v rows; c = Σ of the c rows (--json: every term at every K)."
-    return Group(Text(e.deployment), totals, terms, sources, Text(note))
+    parts: list[RenderableType] = [Text(e.deployment), totals, terms, sources, Text(note)]
+    if e.ranges:
+        title = (
+            "The uncertain constants and their prior ranges (plan and simulate intervals span them)"
+            if e.ranges_origin == "prior"
+            else "The calibrated constants ± 2 standard errors (plan and simulate intervals span them)"
+        )
+        ranges = add_columns(new_table(title), "constant", "value", "range", "source", left=4)
+        for r in e.ranges:
+            ranges.add_row(
+                r.coefficient,
+                const_text(r.coefficient, r.value),
+                f"{const_text(r.coefficient, r.low)} – {const_text(r.coefficient, r.high)}",
+                r.source,
+            )
+        parts.append(ranges)
+    return Group(*parts)
 
 
 def render_calibration(p: CalibrationProfile) -> RenderableType:

@@ -11,9 +11,10 @@ from rich.text import Text
 
 from alphagate.core.fmt import num
 from alphagate.plan.records import Plan
-from alphagate.report._fmt import LOSS, fmt_bytes, fmt_x, fmt_x_marked
+from alphagate.report._fmt import LOSS, fmt_bytes, fmt_interval, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
 from alphagate.report.commands import ShellCommand
+from alphagate.report.cost import const_text
 
 __all__ = ["render_plan_console", "render_plan_markdown"]
 
@@ -53,8 +54,13 @@ def _env() -> jinja2.Environment:
         kb=fmt_bytes,
         int_commas=lambda n: f"{int(n):,}",
         tojson=lambda o: json.dumps(o),
+        iv=lambda iv, digits=2: fmt_interval(iv, digits),
+        krange=lambda r: "" if r is None else str(r[0]) if r[0] == r[1] else f"{r[0]}–{r[1]}",
+        const=lambda x, name: const_text(name, x),
+        capitalize_first=lambda t: t[:1].upper() + t[1:],
     )
     env.globals["tail_line"] = tail_line
+    env.globals["uncertainty_line"] = uncertainty_line
     return env
 
 
@@ -92,8 +98,9 @@ def _rows_table(p: Plan) -> RenderableType:
         "C",
         "K",
         "speedup",
+        "range",
         f"K={p.fixed_k}",
-        "P50 ms off→on",
+        "P50 ms",
         "P99 ms off→on",
         "α_be",
         left=0,
@@ -105,6 +112,7 @@ def _rows_table(p: Plan) -> RenderableType:
             str(r.concurrency),
             str(r.k),
             fmt_x_marked(r.throughput_speedup),
+            fmt_interval(r.throughput_speedup_interval, brackets=False),
             fmt_x_marked(r.fixed_k_speedup),
             f"{r.itl_p50_off_ms:.1f}→{r.itl_p50_on_ms:.1f}",
             f"[red]{p99} {LOSS}[/red]" if worse else p99,
@@ -140,6 +148,44 @@ def _classes_table(p: Plan) -> RenderableType:
     return t
 
 
+def uncertainty_line(p: Plan) -> str | None:
+    """What the intervals span, in one sentence."""
+    u = p.uncertainty
+    if u is None:
+        return None
+    what = (
+        f"{len(u.ranges)} step-time constants over their prior ranges"
+        if u.origin == "prior"
+        else "the calibrated constants ± 2 standard errors"
+    )
+    alpha = f" and the α priors of {', '.join(u.alpha_priors)}" if u.alpha_priors else ""
+    return (
+        f"ranges are every outcome of {what}{alpha} (not a confidence interval; "
+        "alphagate simulate --explain-cost lists the ranges and their sources); "
+        f"a range marked ? holds 1× inside it"
+    )
+
+
+def _uncertainty_lines(p: Plan) -> list[RenderableType]:
+    u = p.uncertainty
+    line = uncertainty_line(p)
+    if u is None or line is None:
+        return []
+    out: list[RenderableType] = [Text.assemble(("Uncertainty: ", "bold"), line)]
+    if u.settle_by is not None and u.settle_at is not None:
+        at_target = u.settle_at == p.concurrency
+        iv = u.decision_interval if at_target else u.peak_interval
+        where = "the target" if at_target else "the peak"
+        out.append(
+            Text(
+                f"At {where} {u.settle_at} the range {iv.text(suffix='×')} holds 1×: {u.settle_text()}"
+                + (":" if u.settle_commands else ".")
+            )
+        )
+        out += [ShellCommand(cmd) for cmd in u.settle_commands]
+    return out
+
+
 def render_plan_console(p: Plan) -> RenderableType:
     """The decision at a glance: verdict, policy, gate, tables and Stage 1 (the file has it all)."""
     color = {"go": "green", "no-go": "red"}.get(p.verdict, "yellow")
@@ -159,6 +205,7 @@ def render_plan_console(p: Plan) -> RenderableType:
     ]
     for c in p.change_verdict:
         parts.append(Text(f"  • {c}"))
+    parts += _uncertainty_lines(p)
     parts.append(Text.assemble(("Policy: ", "bold"), p.policy))
     if p.gate is not None:
         g = p.gate

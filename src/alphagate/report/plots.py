@@ -191,8 +191,14 @@ def _wide(panel: Panel) -> bool:
     return bool(ys) and max(ys) >= 4 * min(ys)
 
 
+def _positive_x(panel: Panel) -> bool:
+    """Whether any x value can sit on a log axis (all-zero gaps, say, cannot)."""
+    return any(math.isfinite(x) and x > 0 for line in panel.lines for x in line.x)
+
+
 def _axes(ax: Axes, panel: Panel) -> None:
-    if panel.x_log:
+    x_log = panel.x_log and _positive_x(panel)
+    if x_log:
         ax.set_xscale("log")
     if panel.y_log and _wide(panel):
         ax.set_yscale("log")
@@ -201,7 +207,7 @@ def _axes(ax: Axes, panel: Panel) -> None:
     if panel.x_ticks:
         ax.set_xticks(panel.x_ticks, panel.x_tick_labels or [_plain(x) for x in panel.x_ticks])
         ax.xaxis.set_minor_locator(NullLocator())
-    elif panel.x_log:
+    elif x_log:
         ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.xaxis.set_major_formatter(FuncFormatter(_plain))

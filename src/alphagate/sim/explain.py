@@ -20,6 +20,7 @@ from pydantic import Field
 
 from alphagate.core.records import Frozen
 from alphagate.sim.cost import COEFFICIENTS, TERMS, StepCostModel
+from alphagate.specs.uncertainty import ConstantRange, CostRanges
 
 __all__ = ["TERM_LABELS", "CostExplanation", "TermContribution", "explain_cost", "powers_of_two"]
 
@@ -90,12 +91,22 @@ class CostExplanation(Frozen):
     verify_cost: list[list[float]] = Field(description="[batch][K]: v(B, K)")
     draft_cost: list[list[float]] = Field(description="[batch][K]: c(B, K)")
     terms: list[TermContribution]
+    ranges: list[ConstantRange] = Field(
+        default_factory=list,
+        description="the uncertain constants' ranges that plan and simulate intervals span",
+    )
+    ranges_origin: str = Field(default="prior", description="prior, or calibration")
 
 
 def explain_cost(
-    cost: StepCostModel, batches: list[int], ks: list[int], mean_context: float
+    cost: StepCostModel,
+    batches: list[int],
+    ks: list[int],
+    mean_context: float,
+    ranges: CostRanges | None = None,
 ) -> CostExplanation:
-    """v, c and each term's contribution on a grid of batch sizes and K."""
+    """v, c and each term's contribution on a grid of batch sizes and K (and the ranges of the
+    uncertain constants, when given)."""
     b = np.asarray(batches, dtype=np.float64)[:, None]  # [B, 1]
     k = np.asarray(ks, dtype=np.float64)[None, :]  # [1, K]
     w = cost.coefficients.term_weights()
@@ -128,4 +139,6 @@ def explain_cost(
         verify_cost=np.asarray(v).tolist(),
         draft_cost=np.asarray(c).tolist(),
         terms=rows,
+        ranges=[] if ranges is None else list(ranges.varying()),
+        ranges_origin="prior" if ranges is None else ranges.origin,
     )

@@ -130,6 +130,12 @@ class CalibrationProfile(Results):
     )
     points: list[CalibrationPoint]
     rms_residual_pct: float
+    covariance: list[list[float]] | None = Field(
+        default=None,
+        description="the fitted coefficients' covariance, in the order of coefficients (the "
+        "coefficients move together: two terms that grow alike trade off, so a prediction's "
+        "error is smaller than their standard errors alone suggest)",
+    )
     valid_concurrency: tuple[int, int]
     valid_k: tuple[int, int]
     sources: list[str]

@@ -1,0 +1,195 @@
+"""Predictions over the step-time model's uncertain constants: the interval each one spans.
+
+:class:`CostDesign` holds one step-time model and the ranges of its coefficients
+(:mod:`alphagate.specs.uncertainty`). :meth:`CostDesign.spread` evaluates a prediction — any
+function of a step-time model: a speedup, a break-even α, a crossover — at the model's own
+coefficients, at each coefficient's two ends with the others held (one at a time), and at the
+two corners those effects point to: every coefficient at the end that lowered the prediction,
+and every one at the end that raised it. The interval is the lowest and highest of these.
+
+Why corners and not a sample: a step's time is affine in the coefficients (each multiplies a
+sum of terms), so a speedup — tokens per step times the ratio of two step times — is a
+linear-fractional function of them, whose extremes over a box of ranges lie at vertices; the
+one-at-a-time effects point to them, and the flips catch an effect whose direction turns inside
+the box. The direction changes with the batch (a slower target helps speculation where steps are
+bandwidth-bound and hurts where the verify pass is compute-bound), which is why the corners are
+found per prediction and batch, not once. ``tests/sim/test_uncertainty.py`` checks the corners against a scrambled Sobol design over
+the same box, and the scaled simulated interval (:func:`scaled`) against paired simulations run
+at the corners.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from alphagate.core.records import Interval
+from alphagate.sim.cost import Coefficients, StepCostModel
+from alphagate.specs.uncertainty import EFFICIENCIES, CostRanges
+
+__all__ = ["CostDesign", "Spread", "scaled"]
+
+#: A prediction: a number from a step-time model (``math.inf`` for "none": no α pays, pays at
+#: every batch).
+Prediction = Callable[[StepCostModel], float]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A prediction at the model's coefficients and the interval over their ranges, with the
+    coefficients that give each end (to rerun a simulation there)."""
+
+    value: float
+    low: float
+    high: float
+    low_at: dict[str, float] = field(repr=False)
+    high_at: dict[str, float] = field(repr=False)
+
+    def interval(self) -> Interval:
+        return Interval(low=_finite(self.low), high=_finite(self.high))
+
+    def ratio(self) -> tuple[float, float]:
+        """(low ÷ value, high ÷ value): how far each end lies from the value, as factors."""
+        if not (math.isfinite(self.value) and self.value > 0):
+            return 1.0, 1.0
+        return self.low / self.value, self.high / self.value
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+class CostDesign:
+    """One step-time model and the ranges of its coefficients."""
+
+    def __init__(
+        self,
+        cost: StepCostModel,
+        ranges: CostRanges,
+        rebuild: Callable[[dict[str, float]], StepCostModel] | None = None,
+    ) -> None:
+        """``rebuild`` prices the deployment with other GPU efficiencies (they enter the terms,
+        not the coefficients); without it they are held."""
+        self.cost = cost
+        self.ranges = ranges
+        self._rebuild = rebuild
+        self.nominal = {
+            **{r.coefficient: r.value for r in ranges.ranges if r.coefficient in EFFICIENCIES},
+            **cost.coefficients.as_dict(),
+        }
+        self._bases: dict[tuple[tuple[str, float], ...], StepCostModel] = {}
+        self._models: dict[tuple[tuple[str, float], ...], StepCostModel] = {}
+
+    def at(self, values: dict[str, float]) -> StepCostModel:
+        """The model with these constants (the others at their value)."""
+        merged = {**self.nominal, **values}
+        key = tuple(sorted(merged.items()))
+        if key not in self._models:
+            eff: dict[str, float] = {n: merged.pop(n) for n in EFFICIENCIES if n in merged}
+            self._models[key] = self._base(eff).with_coefficients(Coefficients(**merged))
+        return self._models[key]
+
+    def _base(self, eff: dict[str, float]) -> StepCostModel:
+        if self._rebuild is None or all(eff[n] == self.nominal.get(n) for n in eff):
+            return self.cost
+        key = tuple(sorted(eff.items()))
+        if key not in self._bases:
+            self._bases[key] = self._rebuild(eff)
+        return self._bases[key]
+
+    def spread(self, f: Prediction) -> Spread:
+        """``f`` over the ranges (see the module's docstring); with a calibration's covariance,
+        ± two of ``f``'s own standard errors (:meth:`_spread_cov`)."""
+        if self.ranges.covariance is not None:
+            fit = self._spread_cov(f)
+            if self.ranges.bound is None:
+                return fit
+            box = CostDesign(self.cost, self.ranges.bound, self._rebuild).spread(f)
+            low, high = max(fit.low, box.low), min(fit.high, box.high)
+            return Spread(
+                fit.value,
+                low,
+                high,
+                fit.low_at if fit.low >= box.low else box.low_at,
+                fit.high_at if fit.high <= box.high else box.high_at,
+            )
+        value = f(self.cost)
+        ranges = [
+            r for r in self.ranges.varying()
+            if self._rebuild is not None or r.coefficient not in EFFICIENCIES
+        ]  # fmt: skip
+        lows: dict[str, float] = {}
+        highs: dict[str, float] = {}
+        seen = [value]
+        for r in ranges:
+            at_low = f(self.at({r.coefficient: r.low}))
+            at_high = f(self.at({r.coefficient: r.high}))
+            seen += [at_low, at_high]
+            lower_first = not at_low > at_high
+            lows[r.coefficient] = r.low if lower_first else r.high
+            highs[r.coefficient] = r.high if lower_first else r.low
+        low, high = f(self.at(lows)), f(self.at(highs))
+        # one pass of flips: the direction of an effect can turn between the value and a corner
+        for r in ranges:
+            other = {r.low: r.high, r.high: r.low}
+            trial = {**lows, r.coefficient: other[lows[r.coefficient]]}
+            if (x := f(self.at(trial))) < low:
+                lows, low = trial, x
+            trial = {**highs, r.coefficient: other[highs[r.coefficient]]}
+            if (x := f(self.at(trial))) > high:
+                highs, high = trial, x
+        seen += [low, high]
+        low_at, high_at = {**self.nominal, **lows}, {**self.nominal, **highs}
+        finite = [x for x in seen if not math.isnan(x)]
+        if not finite:
+            nan = float("nan")
+            return Spread(value, nan, nan, low_at, high_at)
+        return Spread(value, min(finite), max(finite), low_at, high_at)
+
+    def _spread_cov(self, f: Prediction) -> Spread:
+        """With the coefficients' covariance Σ: the gradient g of ``f`` at the fitted values (a
+        forward difference of a hundredth of each standard error), σ² = gᵀΣg, and ``f`` at the
+        two points θ ± 2Σg/σ — where, to first order, ``f`` is lowest and highest on the
+        two-standard-error ellipsoid of the fit (clipped to the coefficients' bounds)."""
+        value = f(self.cost)
+        names = self.ranges.covariance_names
+        cov = np.asarray(self.ranges.covariance, dtype=np.float64)
+        sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        g = np.zeros(len(names))
+        for i, name in enumerate(names):
+            if sd[i] > 0:
+                h = 0.01 * sd[i]
+                g[i] = (f(self.at({name: self.nominal[name] + h})) - value) / h
+        var = float(g @ cov @ g)
+        if not (var > 0 and math.isfinite(var)):
+            return Spread(value, value, value, dict(self.nominal), dict(self.nominal))
+        step = 2.0 * (cov @ g) / math.sqrt(var)
+
+        def point(sign: float) -> dict[str, float]:
+            out = dict(self.nominal)
+            for i, name in enumerate(names):
+                floor = 1e-6 if name.endswith("_scale") else 0.0
+                out[name] = max(floor, self.nominal[name] + sign * float(step[i]))
+            return out
+
+        up, down = point(1.0), point(-1.0)
+        f_up, f_down = f(self.at(up)), f(self.at(down))
+        (low, low_at), (high, high_at) = sorted(((f_down, down), (f_up, up)), key=lambda t: t[0])
+        return Spread(value, min(low, value), max(high, value), low_at, high_at)
+
+    def corners(self, f: Prediction) -> tuple[StepCostModel, StepCostModel]:
+        """The models at the two corners of ``f``: lowest, highest."""
+        s = self.spread(f)
+        return self.at(s.low_at), self.at(s.high_at)
+
+
+def scaled(simulated: float, closed_form: Spread) -> Interval:
+    """A simulated ratio's interval: the simulated value moved by the closed form's factors at
+    the same batch (the step-time model's ranges move both alike; checked in the tests)."""
+    if not math.isfinite(simulated):
+        return Interval(low=None, high=None)
+    lo, hi = closed_form.ratio()
+    return Interval(low=simulated * lo, high=simulated * hi)
