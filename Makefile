@@ -45,8 +45,12 @@ system-deps:
 	    --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# Two tiers, each on two workers: the tests that keep no wall clock (mostly CPU), then the
+# `timing` ones among themselves (mostly waiting on twins: an A/B measured while CPU-bound tests
+# load the machine is rightly judged distorted by the gate).
 pytest: $(VENV)/.dev system-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not timing"
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m timing
 
 # The documentation site (MkDocs, Material theme): `make docs` builds it and serves it on
 # http://127.0.0.1:8800; `make test` builds it with --strict (a broken link or page fails).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +17,20 @@ from alphagate.cli import app
 from alphagate.sim.cost import StepCostModel, build_cost_model
 from alphagate.specs import DeploymentConfig, resolve_deployment
 
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # started in the background by a shell without job control, the tests inherit SIGINT
+    # ignored, and so would every alphagate they start and interrupt: restore the default
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 class Cli:
     """Invoke ``alphagate`` in-process; ``json(...)`` adds ``--json`` and parses the object."""
 
-    def __init__(self, width: int | None = None) -> None:
-        """``width``: the terminal's columns (rich reads ``COLUMNS``)."""
+    def __init__(self, width: int = 200) -> None:
+        """``width``: the terminal's columns (rich reads ``COLUMNS``); wide by default, so that
+        a long temporary path (a pytest-xdist worker's) is not broken across lines."""
         self.runner = CliRunner()
-        self.env = None if width is None else {"COLUMNS": str(width), "NO_COLOR": "1"}
+        self.env = {"COLUMNS": str(width), "NO_COLOR": "1"}
 
     def run(self, *args: str) -> Any:
         return self.runner.invoke(app, list(args), env=self.env)

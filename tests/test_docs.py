@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,8 @@ def test_the_docs_have_runnable_examples() -> None:
 
 #: blocks run at once: each mostly waits on its twins, whose ports differ (checked below)
 PARALLEL = 3
+#: what the gate says of an A/B that measured a client or twin falling behind (bench/validity.py)
+DISTORTED = "the A/B measured its client or server falling behind"
 
 
 def _run_block(commands: list[str], cwd: Path) -> tuple[int, str]:
@@ -109,11 +112,17 @@ def block_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int,
     """Every runnable block, :data:`PARALLEL` at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def run(cmds: list[str]) -> tuple[int, str]:
+        rc, out = _run_block(cmds, tmp_path_factory.mktemp("block"))
+        if rc != 0 and DISTORTED in out:
+            # the gate found an A/B distorted by a loaded machine and says "rerun": once, when
+            # the block's twins (stopped with its process group) have let go of their ports
+            time.sleep(3)
+            rc, out = _run_block(cmds, tmp_path_factory.mktemp("block"))
+        return rc, out
+
     with ThreadPoolExecutor(PARALLEL) as pool:
-        futures = {
-            where: pool.submit(_run_block, cmds, tmp_path_factory.mktemp("block"))
-            for where, _, cmds in RUNNABLE
-        }
+        futures = {where: pool.submit(run, cmds) for where, _, cmds in RUNNABLE}
         return {where: f.result() for where, f in futures.items()}
 
 
@@ -129,6 +138,8 @@ def test_runnable_blocks_use_ports_of_their_own() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timing
+@pytest.mark.xdist_group("docs")  # one worker runs the module's blocks (their fixture), once
 @pytest.mark.parametrize("where", [b[0] for b in RUNNABLE])
 def test_a_runnable_example_runs_as_printed(
     where: str, block_runs: dict[str, tuple[int, str]]

@@ -20,6 +20,9 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import twin
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = pytest.mark.timing
+
 DEP_70B = DeploymentConfig(model="llama-3.3-70b", weight_dtype="fp8", max_num_seqs=64)
 
 

@@ -18,6 +18,9 @@ from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
 from tests.servers import twin
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = pytest.mark.timing
+
 
 def _record(times: list[float]) -> RequestRecord:
     return RequestRecord(

@@ -20,6 +20,9 @@ from alphagate.specs.calibration import with_coefficients
 from alphagate.twin.background import twin_in_thread
 from alphagate.twin.config import TwinConfig
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = pytest.mark.timing
+
 BASE = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", gpu="h100")
 TRUTH = {
     "target_time_scale": 1.15,

@@ -23,6 +23,9 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import twin
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = pytest.mark.timing
+
 WL = WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha=0.7),))
 
 

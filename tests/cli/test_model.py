@@ -301,6 +301,8 @@ def test_the_entry_point_loads_only_the_verb_it_runs() -> None:
     assert len(mods) == len(VERBS)
 
 
+@pytest.mark.timing
+@pytest.mark.xdist_group("demo")  # with the browser test of its report: the demo runs once
 def test_demo_runs_the_whole_workflow(demo_run: tuple[Path, str]) -> None:
     cwd, output = demo_run
     assert "Speedup (exact)" in output

@@ -22,6 +22,9 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import twin
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = pytest.mark.timing
+
 DEP = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
 MIX = (
     TrafficClass(name="chat", share=0.5, alpha=0.8),

@@ -32,7 +32,7 @@ import pytest
 
 from tests.servers import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 #: prompts of 300–500 tokens and outputs of 24–48: prefills land in decode steps, as in
 #: production, so the tail without speculation is not one decode step (at concurrency 8 the plan
@@ -50,6 +50,8 @@ TWIN = ["--model", "llama-3.1-8b", "--time-scale", "0.5", "--log-stats-interval"
 PLAN = ["--model", "llama-3.1-8b", "--gpu", "h100", "--method", "eagle3", *LENGTHS,
         "--concurrency", "8", "--served-model", "tiny", *BUDGET]  # fmt: skip
 SHORTEN = {"--interval": "1", "--duration": "3"}
+#: what the gate says of an A/B that measured a client or twin falling behind (bench/validity.py)
+DISTORTED = "the A/B measured its client or server falling behind"
 
 
 def _traffic(path: Path, shares: dict[str, float], n: int = 200) -> None:
@@ -220,14 +222,31 @@ def _follow(
 def _run_all(r: Rollout, markdown: Path, expect: dict[str, int], *, keep: bool = False) -> None:
     """Every block's commands in order; each alphagate command exits 0 unless ``expect`` names
     its subcommand (gate) with another code. The twins stop at the end unless ``keep``."""
+    blocks = _blocks(markdown.read_text())
+    retried = False
     try:
-        for title, lines in _blocks(markdown.read_text()):
+        for title, lines in blocks:
             for line in lines:
                 step = r.run(line, title)
                 if step is None:
                     continue
                 verb = shlex.split(line)[1]
                 want = expect.get(verb, 0)
+                if (
+                    verb == "gate"
+                    and step.exit_code == 3
+                    and DISTORTED in step.output
+                    and not retried
+                ):
+                    # the gate found the A/B distorted by a loaded machine and says "rerun": do
+                    # what it says once — Stage 2's commands again (the bench appends a new run),
+                    # then the same gate
+                    retried = True
+                    for again in next(ls for t, ls in blocks if t.startswith("Stage 2")):
+                        redo = r.run(again, "Stage 2 (rerun)")
+                        assert redo is None or redo.exit_code == 0, redo
+                    step = r.run(line, title)
+                    assert step is not None
                 assert step.exit_code == want, f"{title}: {line} → {step.exit_code}\n{step.output}"
     except BaseException:
         r.stop()

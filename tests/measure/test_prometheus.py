@@ -22,6 +22,9 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import prometheus, prometheus_query, traffic, twin
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = pytest.mark.timing
+
 K = 3
 HIGH, LOW = 0.8, 0.2
 CFG = TwinConfig(

@@ -13,6 +13,9 @@ import pytest
 
 from alphagate.report.page import SECTIONS
 
+#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
+pytestmark = [pytest.mark.timing, pytest.mark.xdist_group("demo")]
+
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / ".cache" / "report"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
