@@ -27,13 +27,24 @@ class Cli:
     """Invoke ``alphagate`` in-process; ``json(...)`` adds ``--json`` and parses the object."""
 
     def __init__(self, width: int = 200) -> None:
-        """``width``: the terminal's columns (rich reads ``COLUMNS``); wide by default, so that
-        a long temporary path (a pytest-xdist worker's) is not broken across lines."""
+        """``width``: the terminal's columns; wide by default, so that a long temporary path (a
+        pytest-xdist worker's) is not broken across lines."""
         self.runner = CliRunner()
-        self.env = {"COLUMNS": str(width), "NO_COLOR": "1"}
+        self.width = width
 
     def run(self, *args: str) -> Any:
-        return self.runner.invoke(app, list(args), env=self.env)
+        from alphagate.cli import _app
+
+        # the CLI's consoles are made at import; rich reads COLUMNS then, so set their width here
+        consoles = (_app.console, _app.err_console)
+        before = [c._width for c in consoles]
+        for c in consoles:
+            c.width = self.width
+        try:
+            return self.runner.invoke(app, list(args), env={"NO_COLOR": "1"})
+        finally:
+            for c, w in zip(consoles, before, strict=True):
+                c._width = w
 
     def json(self, *args: str, exit_code: int = 0) -> dict[str, Any]:
         result = self.run(*args, "--json")

@@ -116,7 +116,6 @@ def test_a_killed_worker_is_reported_and_its_records_kept() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
-@pytest.mark.timing  # a signal raced against the run: alone, after the CPU-bound tests
 def test_sigterm_to_one_worker_interrupts_the_run_and_keeps_every_record() -> None:
     """SIGTERM is a request to stop, not a death: the run ends as on Ctrl-C (interrupted,
     nothing reported as a failure), with every completed record summarised."""

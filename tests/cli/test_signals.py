@@ -17,8 +17,6 @@ from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
 from tests.servers import twin
 
-#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
-pytestmark = pytest.mark.timing
 
 SLOW = TwinConfig(
     deployment=DeploymentConfig(model="llama-3.3-70b", weight_dtype="fp8"), k=2, time_scale=1.0

@@ -251,6 +251,7 @@ def test_cli_bad_input_is_exit_2_and_names_the_input(cli: Cli, tmp_path: Path) -
         assert "Traceback" not in r.output
 
 
+@pytest.mark.timing  # an A/B under an SLO on twins: judged by the gate, so run alone
 def test_goodput_speedup_is_the_ratio_of_good_requests_per_second(cli: Cli, tmp_path: Path) -> None:
     """Two twins, one bench A/B under a TPOT bound; the gate's goodput ratio equals a recount of
     good requests ÷ duration from requests.jsonl and summary.json."""

@@ -19,8 +19,6 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import serve, traffic, twin
 
-#: wall-clock behaviour: `make test` runs these alone (see the Makefile)
-pytestmark = pytest.mark.timing
 
 ALPHA, K = 0.6, 3
 CFG = TwinConfig(

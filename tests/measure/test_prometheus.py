@@ -39,7 +39,7 @@ CFG = TwinConfig(
     time_scale=0.0,
 )
 SELECTOR = '{model_name="alphagate-twin"}'
-PHASE_S = 9.0
+PHASE_S = 6.0
 
 
 def _scrapes_since(prom: str, since: float, n_targets: int, need: int) -> None:

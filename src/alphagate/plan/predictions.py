@@ -86,6 +86,8 @@ class Predictor:
         self.cost: StepCostModel = build_cost_model(self.resolved)
         self.b_max = self.resolved.largest_batch(req.workload)
         self.ranges: CostRanges = cost_ranges(req.deployment, req.calibration)
+        if not req.ranges:
+            self.ranges = self.ranges.held()
         self.design = CostDesign(self.cost, self.ranges, self._rebuild)
         self._requests: dict[int, RequestSet] = {}
         self._paired: dict[
@@ -175,6 +177,13 @@ class Predictor:
         if k == 0:
             one = Interval(low=1.0, high=1.0)
             return one, one, one
+        if not self.ranges.varying() and self.ranges.covariance is None:
+            run = self.paired(users, classes, k)
+            return (
+                _interval([run.speedup.throughput_speedup]),
+                _interval([run.speedup.tpot_mean_speedup]),
+                _interval([_p99_ratio(run)]),
+            )
         spread = self.speedup_spread(classes, k, users)
         runs = [self.paired(users, classes, k)] + [
             self.paired(users, classes, k, self.design.at(at))

@@ -126,6 +126,11 @@ class PlanRequest(Frozen):
     calibration_file: str | None = Field(
         default=None, description="the profile's file, for the printed re-plan commands"
     )
+    ranges: bool = Field(
+        default=True,
+        description="compute every prediction's range over the step-time constants' ranges "
+        "(False: the point predictions alone; the verdict then reads the points)",
+    )
 
     @field_validator("url", "candidate_url")
     @classmethod

@@ -200,6 +200,15 @@ class CostRanges(Frozen):
     def varying(self) -> tuple[ConstantRange, ...]:
         return tuple(r for r in self.ranges if not r.fixed)
 
+    def held(self) -> CostRanges:
+        """Every constant held at its value: point predictions."""
+        return CostRanges(
+            origin=self.origin,
+            ranges=tuple(
+                r.model_copy(update={"low": r.value, "high": r.value}) for r in self.ranges
+            ),
+        )
+
     def narrowed(self, spread: float = CALIBRATED_SPREAD) -> CostRanges:
         """The ranges a calibration would leave: value × (1 ± spread), within today's."""
         out = []
