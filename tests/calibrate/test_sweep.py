@@ -28,7 +28,6 @@ from alphagate.twin.config import TwinConfig
 from alphagate.twin.server import create_app
 from tests.conftest import Cli
 
-
 FAST = TwinConfig(
     deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"), k=0, time_scale=0.0
 )

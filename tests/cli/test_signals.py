@@ -17,7 +17,6 @@ from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
 from tests.servers import twin
 
-
 SLOW = TwinConfig(
     deployment=DeploymentConfig(model="llama-3.3-70b", weight_dtype="fp8"), k=2, time_scale=1.0
 )

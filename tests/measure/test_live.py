@@ -19,7 +19,6 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import serve, traffic, twin
 
-
 ALPHA, K = 0.6, 3
 CFG = TwinConfig(
     deployment=DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16"),
