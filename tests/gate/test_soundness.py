@@ -20,6 +20,9 @@ from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
 from tests.servers import twin
 
+#: its evidence is a twin A/B the gate judges (validity checks included): run with the timing tier
+pytestmark = pytest.mark.timing
+
 MIX = (
     TrafficClass(name="chat", share=0.5, alpha=0.8),
     TrafficClass(name="code", share=0.5, alpha=0.3),

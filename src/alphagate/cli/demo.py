@@ -19,6 +19,8 @@ SIMULATE_JSON = OUT / "simulate.json"
 BENCH_SUMMARY = OUT / "bench" / "summary.json"
 GATE_JSON = OUT / "gate.json"
 REPORT = OUT / "report.html"
+#: A/B attempts: a run the machine's load distorted (the gate would refuse it) is run once more
+DEMO_ATTEMPTS = 2
 #: the demo's gate on its own A/B (the twins' deployment, not the 70B plan's): α, TPOT, errors
 GATE_FLAGS = ("--min-alpha", "0.55", "--min-tpot-speedup", "1.2", "--max-error-rate", "0.05",
               "--concurrency", "16")  # fmt: skip
@@ -124,7 +126,6 @@ def _measure() -> None:
     dep = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
     wl = WorkloadConfig(classes=(TrafficClass(name="chat", share=1.0, alpha=0.7),))
     out_dir = OUT / "bench"
-    (out_dir / "requests.jsonl").unlink(missing_ok=True)
     prompts, _ = load_prompts("synthetic:in=256,out=96", 48, seed=0)
     base_cfg = TwinConfig(deployment=dep, workload=wl, k=0, time_scale=0.5)
     cand_cfg = TwinConfig(
@@ -142,11 +143,21 @@ def _measure() -> None:
             repeats=3,
             dataset="synthetic:in=256,out=96",
         )
-        with (
-            RecordsFile(out_dir / "requests.jsonl", "demo") as records,
-            console.status("benchmarking the twins…", spinner="dots"),
-        ):
-            result = run_bench(cfg, prompts, run_id="demo", sink=records.append)
+        for attempt in range(DEMO_ATTEMPTS):
+            (out_dir / "requests.jsonl").unlink(missing_ok=True)
+            with (
+                RecordsFile(out_dir / "requests.jsonl", "demo") as records,
+                console.status("benchmarking the twins…", spinner="dots"),
+            ):
+                result = run_bench(cfg, prompts, run_id="demo", sink=records.append)
+            bad = [lv for lv in result.levels if lv.distorted]
+            if not bad or attempt == DEMO_ATTEMPTS - 1:
+                break
+            why = bad[0].validity.reasons[0] if bad[0].validity and bad[0].validity.reasons else ""
+            console.print(
+                f"[yellow]the A/B measured this machine's load, not the twins ({bad[0].target} "
+                f"{bad[0].level}: {why}); running it once more, as the gate would advise[/yellow]"
+            )
     _save(BENCH_SUMMARY, result.payload())
     console.print(render_bench(result))
     cand = [lv.acceptance for lv in result.levels if lv.target == "candidate" and lv.acceptance]
