@@ -77,6 +77,8 @@ def tail_line(p: Plan) -> str:
     bound = (
         "not worse than without speculation" if t.budget == 1.0 else f"the budget {t.budget:g}×"
     ) + (f" and the {t.slo_ms:g} ms SLO" if t.slo_ms else "")
+    if not t.ok and t.budget == 1.0 and not t.slo_ms:
+        verdict, bound = "", "worse than without speculation"
     if t.ok and t.budget == 1.0 and not t.slo_ms:
         verdict, bound = "", bound
     action = f"; {t.action}" if t.action else ""
