@@ -175,10 +175,14 @@ class CostDesign:
                 out[name] = max(floor, self.nominal[name] + sign * float(step[i]))
             return out
 
-        up, down = point(1.0), point(-1.0)
-        f_up, f_down = f(self.at(up)), f(self.at(down))
-        (low, low_at), (high, high_at) = sorted(((f_down, down), (f_up, up)), key=lambda t: t[0])
-        return Spread(value, min(low, value), max(high, value), low_at, high_at)
+        nominal = dict(self.nominal)
+        seen = [(value, nominal), *((f(self.at(p)), p) for p in (point(1.0), point(-1.0)))]
+        seen = [(x, p) for x, p in seen if not math.isnan(x)]
+        # both ends may fall on one side of the value (f curves over the ellipsoid): an end that
+        # does not move past the value stays at the fitted coefficients
+        low, low_at = min(seen, key=lambda t: t[0])
+        high, high_at = max(seen, key=lambda t: t[0])
+        return Spread(value, low, high, low_at, high_at)
 
     def corners(self, f: Prediction) -> tuple[StepCostModel, StepCostModel]:
         """The models at the two corners of ``f``: lowest, highest."""
