@@ -315,3 +315,22 @@ def test_evidence_of_another_deployment_is_refused_however_it_is_named(
         r = cli.run("gate", "--plan", str(other.with_suffix(".json")), "--url", s_url,
                     "--window", "1s")  # fmt: skip
         assert r.exit_code == 2 and "measured model 'alphagate-twin'" in r.output, r.output
+
+
+def test_two_runs_of_one_server_without_speculation_are_no_ab(cli: Cli, tmp_path: Path) -> None:
+    """A "candidate" run that drafted nothing — here the baseline server benched twice — is no
+    A/B of speculative decoding, whatever its TPOT ratio; a candidate that did speculate is."""
+    data = _dataset(tmp_path / "d.jsonl")
+    with twin(_cfg(0)) as (b_url, _), twin(_cfg(3)) as (c_url, _):
+        _bench(cli, b_url, data, tmp_path / "b")
+        _bench(cli, b_url, data, tmp_path / "b2")
+        _bench(cli, c_url, data, tmp_path / "c")
+    args = ["--min-tpot-speedup", "0.5", "--min-requests", "10", "--allow-single-run",
+            "--ignore-errors"]  # fmt: skip
+    r = cli.run("gate", "--baseline", str(tmp_path / "b" / "summary.json"), "--candidate",
+                str(tmp_path / "b2" / "summary.json"), *args)  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert "measured the same server" in r.output or "drafted no tokens" in r.output, r.output
+    r = cli.run("gate", "--baseline", str(tmp_path / "b" / "summary.json"), "--candidate",
+                str(tmp_path / "c" / "summary.json"), *args)  # fmt: skip
+    assert r.exit_code in (0, 3), r.output  # an A/B: judged (3 only if the machine distorted it)

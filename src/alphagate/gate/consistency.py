@@ -206,6 +206,24 @@ def check_pair(
                 f"{path} is an A/B of its own (baseline and candidate): give it with --bench, "
                 f"not {flag} — halves of two A/Bs are not one"
             )
+    drafts = [lv.acceptance.num_drafts for lv in c.levels if lv.acceptance is not None]
+    counted = drafts or [
+        lv.request_acceptance.overall.num_drafts
+        for lv in c.levels
+        if lv.request_acceptance is not None
+    ]
+    if counted and not any(counted):
+        raise ConfigError(
+            f"the candidate ({cp}) drafted no tokens: it ran without speculation, so this is no "
+            "A/B of speculative decoding"
+        )
+    b_urls = {lv.url for lv in b.levels}
+    if not counted and b_urls and b_urls == {lv.url for lv in c.levels}:
+        raise ConfigError(
+            f"the baseline ({bp}) and the candidate ({cp}) measured the same server "
+            f"({', '.join(sorted(b_urls))}) and the candidate shows no speculation (no drafts "
+            "counted): run the candidate against the speculative replica, with its /metrics"
+        )
     for what, mb_, mc_ in (
         ("model", b.model, c.model),
         ("checkpoint", b.served_model_root, c.served_model_root),
