@@ -391,8 +391,9 @@ def _gate_stage(req: PlanRequest, p: Plan) -> Stage:
         exit_criteria=[
             "alphagate gate exits 0 (1: a rule fails, do not ship; 3: not enough evidence "
             "yet, bench or measure longer)",
-            f"α ≥ {g.alpha_min:.2f} (= break-even {g.alpha_breakeven:.2f} at concurrency "
-            f"{g.concurrency} + 0.05 margin; ρ ≥ {g.draft_acceptance_rate_min:.3f} and τ ≥ "
+            f"α ≥ {g.alpha_min:.2f} (the break-even α at concurrency {g.concurrency} at the "
+            f"pessimistic end of the step-time constants' ranges, {g.alpha_breakeven:.2f}, and "
+            f"at least the modelled break-even + 0.05; ρ ≥ {g.draft_acceptance_rate_min:.3f} and τ ≥ "
             f"{g.mean_acceptance_length_min:.2f} at K={g.k}), per class where classes differ — "
             f"the fixed rule α ≥ {g.fixed_rule_alpha} would be ρ ≥ "
             f"{g.fixed_rule_draft_acceptance_rate:.3f} at this K",
