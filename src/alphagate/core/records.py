@@ -37,11 +37,6 @@ class Interval(Frozen):
         hi = math.inf if self.high is None else self.high
         return lo < x < hi
 
-    def width(self) -> float | None:
-        if self.low is None or self.high is None:
-            return None
-        return self.high - self.low
-
     def text(self, fmt: str = ".2f", suffix: str = "") -> str:
         """``[1.15–1.42×]``; an open end is shown as ``…``."""
         lo = "…" if self.low is None else f"{self.low:{fmt}}"

@@ -37,7 +37,6 @@ from alphagate.plan.priors import prior_for
 from alphagate.plan.records import (
     AlphaSource,
     ClassRow,
-    ConstantRangeRow,
     Gate,
     LoadRow,
     Memory,
@@ -48,10 +47,9 @@ from alphagate.plan.records import (
     Verdict,
     parse_engine_version,
 )
-from alphagate.plan.runbook import plan_argv, playbook, risks, stages
+from alphagate.plan.runbook import CALIBRATION, calibrate_argv, plan_argv, playbook, risks, stages
 from alphagate.sim.predict import MIN_GAIN, model_speedup
 from alphagate.sim.uncertainty import CostDesign
-from alphagate.specs.deployment import DeploymentConfig
 
 __all__ = ["FIXED_RULE", "GATE_MARGIN", "build_plan"]
 
@@ -68,9 +66,6 @@ K_AGREEMENT = 0.98
 #: Share of the plan's levels where the shipped K agrees: high at or above the first, medium at
 #: or above the second, low below.
 CONFIDENCE_HIGH, CONFIDENCE_MEDIUM = 0.8, 0.5
-#: The calibration sweep a straddling plan prints: requests per user at each level, and the file.
-CALIBRATE_REQUESTS_PER_USER = 4
-CALIBRATION_OUT = "results/calibration.json"
 
 
 @dataclass(frozen=True)
@@ -736,32 +731,6 @@ def _shipped_interval(
     return _intervals(pred, req.concurrency, k, classes, _pool(classes, away))[0]
 
 
-def _calibrate_argv(req: PlanRequest, concurrencies: list[int]) -> list[str]:
-    """``alphagate calibrate`` against the baseline and the staging replica for this deployment."""
-    d, base = req.deployment, DeploymentConfig()
-    argv = ["alphagate", "calibrate", "--url", req.url, "--url", req.staging_url,
-            "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
-            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
-    if d.tp is not None:
-        argv += ["--tp", str(d.tp)]
-    if d.drafter.checkpoint:
-        argv += ["--draft", d.drafter.checkpoint]
-    for field, flag in (
-        ("draft_tp", "--draft-tp"),
-        ("max_num_seqs", "--max-num-seqs"),
-        ("max_num_batched_tokens", "--max-num-batched-tokens"),
-        ("cudagraph_max_tokens", "--cudagraph-max-tokens"),
-    ):
-        value = getattr(d, field)
-        if value != getattr(base, field):
-            argv += [flag, str(value)]
-    if req.served_model:
-        argv += ["--served-model", req.served_model]
-    levels = ",".join(str(c) for c in sorted({1, *concurrencies}))
-    return [*argv, "--concurrency", levels, "--requests-per-user", str(CALIBRATE_REQUESTS_PER_USER),
-            "--out", CALIBRATION_OUT]  # fmt: skip
-
-
 def _uncertainty(
     pred: Predictor,
     req: PlanRequest,
@@ -813,18 +782,12 @@ def _uncertainty(
             sim = pred.sim_speedup(at, pool, k)
             settled = Interval(low=sim * lo, high=sim * hi)
             replan = plan_argv(
-                req, alpha_from=[], out=f"{req.out_stem}-calibrated.md", calibration=CALIBRATION_OUT
+                req, alpha_from=[], out=f"{req.out_stem}-calibrated.md", calibration=CALIBRATION
             )
-            commands = [shlex.join(_calibrate_argv(req, [c, req.peak])), shlex.join(replan)]
+            commands = [shlex.join(calibrate_argv(req, [c, req.peak])), shlex.join(replan)]
     return Uncertainty(
         origin=pred.ranges.origin,
-        ranges=[
-            ConstantRangeRow(
-                coefficient=r.coefficient, value=r.value, low=r.low, high=r.high, source=r.source
-            )
-            for r in pred.ranges.ranges
-            if not r.fixed
-        ],
+        ranges=list(pred.ranges.varying()),
         alpha_priors=priors,
         decision_concurrency=c,
         decision_interval=decision,

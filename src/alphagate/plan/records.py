@@ -17,12 +17,12 @@ from alphagate.core.records import Frozen, Interval, Results
 from alphagate.core.secrets import redact, strip_credentials
 from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
+from alphagate.specs.uncertainty import ConstantRange
 from alphagate.specs.workload import WorkloadConfig
 
 __all__ = [
     "AlphaSource",
     "ClassRow",
-    "ConstantRangeRow",
     "Gate",
     "LoadRow",
     "Memory",
@@ -272,23 +272,13 @@ class LoadRow(Frozen):
     )
 
 
-class ConstantRangeRow(Frozen):
-    """One step-time constant's range as the plan used it."""
-
-    coefficient: str
-    value: float
-    low: float
-    high: float
-    source: str
-
-
 class Uncertainty(Frozen):
     """What the plan's intervals are computed over, and what would narrow them."""
 
     origin: Literal["prior", "calibration"] = Field(
         description="prior: documented ranges; calibration: a profile's fitted values ± 2 SE"
     )
-    ranges: list[ConstantRangeRow]
+    ranges: list[ConstantRange]
     alpha_priors: list[str] = Field(description="the classes whose α is a prior range")
     decision_concurrency: int = Field(description="where the verdict's interval is read")
     decision_interval: Interval = Field(

@@ -23,8 +23,10 @@ from alphagate.specs.deployment import DeploymentConfig
 from alphagate.specs.workload import length_mean, length_spec, sample_lengths
 
 __all__ = [
+    "CALIBRATION",
     "alert_rules",
     "bench_requests",
+    "calibrate_argv",
     "plan_argv",
     "playbook",
     "risks",
@@ -47,6 +49,9 @@ BASELINE = "results/baseline"
 AB = "results/ab"
 ALPHA = "results/alpha.json"
 GATE = "results/gate.json"
+CALIBRATION = "results/calibration.json"
+#: requests per user at each level of the calibration sweep a plan prints when a range holds 1×
+CALIBRATE_REQUESTS_PER_USER = 4
 
 
 def _sh(argv: list[str]) -> str:
@@ -269,6 +274,32 @@ def plan_argv(
     for f in alpha_from:
         argv += ["--alpha-from", f]
     return [*argv, "--out", out]
+
+
+def calibrate_argv(req: PlanRequest, concurrencies: list[int]) -> list[str]:
+    """``alphagate calibrate`` against the baseline and the staging replica for this deployment."""
+    d, base = req.deployment, _defaults()
+    argv = ["alphagate", "calibrate", "--url", req.url, "--url", req.staging_url,
+            "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
+            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
+    if d.tp is not None:
+        argv += ["--tp", str(d.tp)]
+    if d.drafter.checkpoint:
+        argv += ["--draft", d.drafter.checkpoint]
+    for field, flag in (
+        ("draft_tp", "--draft-tp"),
+        ("max_num_seqs", "--max-num-seqs"),
+        ("max_num_batched_tokens", "--max-num-batched-tokens"),
+        ("cudagraph_max_tokens", "--cudagraph-max-tokens"),
+    ):
+        value = getattr(d, field)
+        if value != getattr(base, field):
+            argv += [flag, str(value)]
+    if req.served_model:
+        argv += ["--served-model", req.served_model]
+    levels = ",".join(str(c) for c in sorted({1, *concurrencies}))
+    return [*argv, "--concurrency", levels, "--requests-per-user", str(CALIBRATE_REQUESTS_PER_USER),
+            "--out", CALIBRATION]  # fmt: skip
 
 
 def _stage0(req: PlanRequest, p: Plan) -> Stage:

@@ -4,8 +4,11 @@
 (:mod:`alphagate.specs.uncertainty`). :meth:`CostDesign.spread` evaluates a prediction — any
 function of a step-time model: a speedup, a break-even α, a crossover — at the model's own
 coefficients, at each coefficient's two ends with the others held (one at a time), and at the
-two corners those effects point to: every coefficient at the end that lowered the prediction,
-and every one at the end that raised it. The interval is the lowest and highest of these.
+two corners those effects point to (every coefficient at the end that lowered the prediction;
+every one at the end that raised it), then once more with each coefficient flipped at each
+corner, kept where it moves that end further. The interval is the lowest and highest seen. With
+a calibration's covariance the interval is instead ± two of the prediction's own standard errors
+(:meth:`CostDesign._spread_cov`), never wider than the priors around the fitted values.
 
 Why corners and not a sample: a step's time is affine in the coefficients (each multiplies a
 sum of terms), so a speedup — tokens per step times the ratio of two step times — is a
@@ -13,9 +16,9 @@ linear-fractional function of them, whose extremes over a box of ranges lie at v
 one-at-a-time effects point to them, and the flips catch an effect whose direction turns inside
 the box. The direction changes with the batch (a slower target helps speculation where steps are
 bandwidth-bound and hurts where the verify pass is compute-bound), which is why the corners are
-found per prediction and batch, not once. ``tests/sim/test_uncertainty.py`` checks the corners against a scrambled Sobol design over
-the same box, and the scaled simulated interval (:func:`scaled`) against paired simulations run
-at the corners.
+found per prediction and batch, not once. ``tests/sim/test_uncertainty.py`` checks the corners
+against a scrambled Sobol design over the same box, for the closed form and for paired
+simulations rerun at the corners.
 """
 
 from __future__ import annotations
@@ -26,11 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from alphagate.core.records import Interval
 from alphagate.sim.cost import Coefficients, StepCostModel
 from alphagate.specs.uncertainty import EFFICIENCIES, CostRanges
 
-__all__ = ["CostDesign", "Spread", "scaled"]
+__all__ = ["CostDesign", "Spread"]
 
 #: A prediction: a number from a step-time model (``math.inf`` for "none": no α pays, pays at
 #: every batch).
@@ -48,18 +50,11 @@ class Spread:
     low_at: dict[str, float] = field(repr=False)
     high_at: dict[str, float] = field(repr=False)
 
-    def interval(self) -> Interval:
-        return Interval(low=_finite(self.low), high=_finite(self.high))
-
     def ratio(self) -> tuple[float, float]:
         """(low ÷ value, high ÷ value): how far each end lies from the value, as factors."""
         if not (math.isfinite(self.value) and self.value > 0):
             return 1.0, 1.0
         return self.low / self.value, self.high / self.value
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 class CostDesign:
@@ -188,12 +183,3 @@ class CostDesign:
         """The models at the two corners of ``f``: lowest, highest."""
         s = self.spread(f)
         return self.at(s.low_at), self.at(s.high_at)
-
-
-def scaled(simulated: float, closed_form: Spread) -> Interval:
-    """A simulated ratio's interval: the simulated value moved by the closed form's factors at
-    the same batch (the step-time model's ranges move both alike; checked in the tests)."""
-    if not math.isfinite(simulated):
-        return Interval(low=None, high=None)
-    lo, hi = closed_form.ratio()
-    return Interval(low=simulated * lo, high=simulated * hi)
