@@ -326,3 +326,19 @@ def test_a_calibration_narrows_the_plans_ranges_and_they_hold_the_truth(tmp_path
     iv_p, iv_c = row(prior)["throughput_speedup_interval"], row(cal)["throughput_speedup_interval"]
     assert iv_c["high"] - iv_c["low"] <= 0.5 * (iv_p["high"] - iv_p["low"])
     assert iv_c["low"] <= row(truth)["throughput_speedup"] <= iv_c["high"]
+
+
+def test_a_calibrated_plan_whose_range_holds_one_does_not_send_you_to_calibrate_again(
+    profile: Path,
+) -> None:
+    """Calibrated already, a range across 1× is settled by the A/B, not by the same sweep again:
+    the plan prints no calibrate command and says so."""
+    d = Cli().json("plan", "--class", "chat:1:0.4", "-c", "64", "--calibration", str(profile))
+    u = d["uncertainty"]
+    assert u["origin"] == "calibration"
+    lo, hi = u["decision_interval"]["low"], u["decision_interval"]["high"]
+    assert lo < 1.0 < hi
+    assert u["settle_by"] == "ab" and u["settle_commands"] == []
+    out = Cli(width=100).run("plan", "--class", "chat:1:0.4", "-c", "64", "--calibration",
+                             str(profile)).output  # fmt: skip
+    assert "calibrated already" in out and "alphagate calibrate" not in out

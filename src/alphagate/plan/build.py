@@ -761,13 +761,16 @@ def _uncertainty(
         best = pred.sim_intervals(c, pool, t.best_k_sim)[0]
         if best.straddles(1.0):
             at, k, straddles, decision = c, t.best_k_sim, True, best
-    settle: Literal["measure alpha", "calibrate"] | None = None
+    settle: Literal["measure alpha", "calibrate", "ab"] | None = None
     settled: Interval | None = None
     commands: list[str] = []
     if k > 0 and (straddles or peak_iv.straddles(1.0)):
         constants_only = pred.sim_intervals(at, pool, k)[0]
         if priors and not constants_only.straddles(1.0):
             settle, settled = "measure alpha", constants_only
+        elif pred.ranges.origin == "calibration":
+            # calibrated already: calibrating again the same way narrows nothing
+            settle = "ab"
         else:
             settle = "calibrate"
             # a calibration that determines each coefficient leaves about ± CALIBRATED_SPREAD

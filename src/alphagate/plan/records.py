@@ -291,8 +291,10 @@ class Uncertainty(Frozen):
         default=None,
         description="the concurrency whose interval holds 1× (the target's, else the peak's)",
     )
-    settle_by: Literal["measure alpha", "calibrate"] | None = Field(
-        default=None, description="the cheapest measurement that would settle it there"
+    settle_by: Literal["measure alpha", "calibrate", "ab"] | None = Field(
+        default=None,
+        description="the cheapest measurement that would settle it there (ab: the plan is "
+        "calibrated already, and only the A/B settles it)",
     )
     settle_commands: list[str] = Field(default_factory=list)
     settled_interval: Interval | None = Field(
@@ -313,6 +315,12 @@ class Uncertainty(Frozen):
         tail = "" if left is None else f" (expected to leave {left.text(suffix='×')})"
         if self.settle_by == "measure alpha":
             return f"measure α first (Stage 2){tail}"
+        if self.settle_by == "ab":
+            return (
+                f"the plan is calibrated already, so the A/B at concurrency {self.settle_at} "
+                "(Stage 2) settles it; a profile fitted at the K the policy runs there, or with a "
+                "smaller residual, would narrow the range"
+            )
         return f"calibrate on the two replicas{tail}"
 
 
