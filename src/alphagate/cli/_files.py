@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -141,8 +142,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
     records kept, summary written, exit 130. A SIGHUP that is ignored (``nohup``) stays
     ignored."""
 
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    def handler(signum: int, frame: Any) -> None:
+        # Whatever handles Ctrl-C now handles this signal too: inside an event loop that is
+        # asyncio.Runner's, which cancels the main task and raises KeyboardInterrupt once the
+        # loop is out of its callbacks. Raised here instead, the exception could land inside a
+        # transport callback, which uvloop reports and survives, and the run went on (exit 0).
+        on_sigint = signal.getsignal(signal.SIGINT)
+        if callable(on_sigint):
+            on_sigint(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
