@@ -27,6 +27,21 @@ def test_default_simulation_70b_fp8_on_h100(cli: Cli) -> None:
         for x in row["by_k"]:
             m, s = x["alpha_breakeven_model"], x["alpha_breakeven_sim"]
             assert m is not None and s is not None and abs(m - s) < 0.03
+            iv = x["alpha_breakeven_interval"]
+            assert iv["low"] < m < iv["high"]  # every constant of the prior box moves it
+    # every predicted ratio carries its range over the step-time constants' priors
+    assert d["ranges_origin"] == "prior"
+    for cell in d["cells"]:
+        iv, s = cell["throughput_speedup_interval"], cell["speedup"]["throughput_speedup"]
+        assert iv["low"] < s < iv["high"], cell["load"]
+    # near break-even the priors do not settle the sign: at concurrency 256, K = 3, α = 0.7 is
+    # predicted a 1.01× gain whose range holds 1×
+    iv = cells[(256.0, 3, "α=0.7")]["throughput_speedup_interval"]
+    assert iv["low"] < 1.0 < iv["high"]
+    for x in d["crossovers"]:
+        lo, hi = x["batch_interval"]["low"], x["batch_interval"]["high"]
+        if x["batch"] is not None and x["batch"] > 1:
+            assert lo <= x["batch"] and (hi is None or x["batch"] <= hi)
 
 
 def test_table_output_and_plots(cli: Cli, tmp_path: Path) -> None:

@@ -244,7 +244,9 @@ def test_markdown_numbers_match_the_json(tmp_path: Path) -> None:
             f"| {r['k']} | {r['throughput_speedup']:.2f}× [{iv['low']:.2f}–{iv['high']:.2f}]"
             in line
         )
-        assert f"| {r['fixed_k_speedup']:.2f}× |" in line
+        fx = r["fixed_k_speedup_interval"]
+        assert f"| {r['fixed_k_speedup']:.2f}× [{fx['low']:.2f}–{fx['high']:.2f}]" in line
+        assert fx["low"] <= r["fixed_k_speedup"] <= fx["high"]
         assert iv["low"] <= r["throughput_speedup"] <= iv["high"]
         assert f"{r['itl_p50_off_ms']:.1f} → {r['itl_p50_on_ms']:.1f}" in line
         assert f"{r['itl_p99_off_ms']:.1f} → {r['itl_p99_on_ms']:.1f}" in line

@@ -66,9 +66,12 @@ def test_sweep_speedup_ticks_at_the_loads_run_and_values_from_the_cells(
         assert p.x_ticks == (1.0, 8.0, 32.0) and p.x_tick_labels == ("1", "8", "32") and p.x_log
         assert p.y_ratio and [h.y for h in p.refs] == [1.0]
         for line in p.lines:
-            for x, y in zip(line.x, line.y, strict=True):
+            assert line.band and line.low is not None and line.high is not None
+            for x, y, lo, hi in zip(line.x, line.y, line.low, line.high, strict=True):
                 cell = r.cell(x, k, line.label)
                 assert cell is not None and y == cell.speedup.throughput_speedup
+                iv = cell.throughput_speedup_interval  # the band is the cell's range
+                assert iv is not None and (lo, hi) == (iv.low, iv.high) and lo < y < hi
     _units(chart)
 
 
@@ -105,6 +108,11 @@ def test_plan_speedup_labels_each_point_with_its_k_and_draws_the_schedule(
     speed, k_panel = chart.panels
     policy = speed.lines[0]
     assert policy.point_labels == tuple(f"K={row.k}" for row in p.rows)
+    # the policy's predicted range is drawn as a band around it
+    assert policy.band and policy.low is not None and policy.high is not None
+    for row, lo, hi in zip(p.rows, policy.low, policy.high, strict=True):
+        iv = row.throughput_speedup_interval
+        assert iv is not None and (lo, hi) == (iv.low, iv.high)
     assert speed.x_ticks == tuple(float(row.concurrency) for row in p.rows)
     assert "break-even (1×)" in [h.label for h in speed.refs]
     sched = k_panel.lines[0]

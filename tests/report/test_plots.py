@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from alphagate.report import charts, plots
 from alphagate.report.inputs import PlanInput, SweepInput, parse_results
 
@@ -40,6 +42,26 @@ def test_ratio_axes_read_in_x_and_show_the_one_x_line(results: dict[str, Path]) 
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert labels and all(t.endswith("×") for t in labels)
     assert "break-even (1×)" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_a_predicted_range_is_a_shaded_band_in_its_series_colour(results: dict[str, Path]) -> None:
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import to_hex
+
+    s = parse_results("sweep.json", results["sweep"].read_text())
+    assert isinstance(s, SweepInput)
+    chart = charts.sweep_speedup_chart(s.result)
+    fig = plots.draw(chart)
+    ax, panel = fig.axes[0], chart.panels[0]
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == len(panel.lines)
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    for band, line in zip(bands, panel.lines, strict=True):
+        ys = band.get_paths()[0].vertices[:, 1]
+        assert line.low is not None and line.high is not None
+        assert min(ys) == pytest.approx(min(line.low)) and max(ys) == pytest.approx(max(line.high))
+        assert to_hex(band.get_facecolor()[0]) == to_hex(colours[line.label])
+    assert "Shaded" in chart.caption
 
 
 def test_series_use_okabe_ito_and_the_baseline_is_black(results: dict[str, Path]) -> None:

@@ -264,7 +264,7 @@ def simulate_cmd(
             simulate_breakeven=not no_breakeven_sim,
         )
         with status("simulating…", as_json):
-            result = simulate(cfg)
+            result = simulate(cfg, profile)
     except ConfigError as exc:
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:

@@ -225,6 +225,7 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
                 best_k_sim_speedup=best_s,
                 throughput_speedup_interval=thr,
                 tpot_speedup_interval=tpot,
+                fixed_k_speedup_interval=pred.scaled_interval(c, blend, policy.fixed_k),
                 itl_p99_ratio_interval=p99,
                 alpha_breakeven_interval=pred.breakeven_interval(k, c),
                 best_k_range=pred.best_k_range(blend, c),

@@ -27,11 +27,16 @@ from alphagate.sim.predict import (
     breakeven_alpha_model,
     crossover_batch_model,
     model_speedup,
-    single_class,
 )
 from alphagate.sim.run import PairedRun, run_paired
 from alphagate.sim.sweep import default_num_requests
-from alphagate.sim.uncertainty import CostDesign, Spread
+from alphagate.sim.uncertainty import (
+    CostDesign,
+    Spread,
+    breakeven_interval,
+    crossover_interval,
+    scaled_speedup_interval,
+)
 from alphagate.sim.workload import (
     ClosedLoop,
     RequestSet,
@@ -51,10 +56,6 @@ def _interval(values: list[float | None], lo: float = 1.0, hi: float = 1.0) -> I
     if not xs:
         return Interval(low=None, high=None)
     return Interval(low=min(xs) * lo, high=max(xs) * hi)
-
-
-def _open(x: float) -> float | None:
-    return None if math.isinf(x) else x
 
 
 def _p99_ratio(run: PairedRun) -> float | None:
@@ -196,34 +197,27 @@ class Predictor:
             _interval([_p99_ratio(r) for r in runs], lo, hi),
         )
 
+    def scaled_interval(
+        self, users: int, classes: tuple[TrafficClass, ...], k: int
+    ) -> Interval | None:
+        """The simulated speedup over the ranges without simulating at the corners: the value
+        times the closed form's ends over its own (as ``simulate`` gives every cell)."""
+        return scaled_speedup_interval(
+            self.design, self.sim_speedup(users, classes, k), classes, k, self.batch(users),
+            self.workload,
+        )  # fmt: skip
+
     def breakeven_interval(self, k: int, concurrency: int) -> Interval | None:
         """Break-even α over the ranges (None for K = 0); an open high end: no α pays there."""
         if k == 0:
             return None
-        b = self.batch(concurrency)
-
-        def be(m: StepCostModel) -> float:
-            x = breakeven_alpha_model(m, k, b, self.workload)
-            return math.inf if x is None else x
-
-        # the break-even α is lowest where speculation pays most: the speedup's corners
-        lo_m, hi_m = self.design.corners(
-            lambda m: model_speedup(m, single_class(0.6), k, b, self.workload)
-        )
-        vals = [be(self.cost), be(lo_m), be(hi_m)]
-        return Interval(low=_open(min(vals)), high=_open(max(vals)))
+        return breakeven_interval(self.design, k, self.batch(concurrency), self.workload)
 
     def crossover_interval(self, classes: tuple[TrafficClass, ...], k: int) -> Interval:
         """Crossover batch over the ranges; an open high end: pays up to the largest batch."""
-        nominal = self.crossover(classes, k)
-        at = float(self.b_max if nominal is None else nominal)
-        lo_m, hi_m = self.design.corners(lambda m: model_speedup(m, classes, k, at, self.workload))
-        vals = [
-            math.inf if x is None else x
-            for x in (nominal, *(crossover_batch_model(m, classes, k, self.workload, self.b_max)
-                                 for m in (lo_m, hi_m)))
-        ]  # fmt: skip
-        return Interval(low=_open(min(vals)), high=_open(max(vals)))
+        return crossover_interval(
+            self.design, classes, k, self.workload, self.b_max, self.crossover(classes, k)
+        )
 
     def best_k_range(self, classes: tuple[TrafficClass, ...], concurrency: int) -> tuple[int, int]:
         """The model's best K at a concurrency at the two corners and the value: (lowest, highest)."""

@@ -261,6 +261,11 @@ class LoadRow(Frozen):
         "simulation rerun at the corners) and the α priors' ranges",
     )
     tpot_speedup_interval: Interval | None = Field(default=None)
+    fixed_k_speedup_interval: Interval | None = Field(
+        default=None,
+        description="fixed_k_speedup over the step-time constants' ranges (the simulated value "
+        "times the closed form's ends over its value)",
+    )
     itl_p99_ratio_interval: Interval | None = Field(
         default=None, description="on ÷ off P99 ITL per token over the ranges"
     )

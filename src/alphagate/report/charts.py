@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from alphagate import theory
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
+from alphagate.core.records import Interval
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
 from alphagate.measure.results import MeasureResult
 from alphagate.plan.records import ClassRow, Plan
@@ -80,8 +82,10 @@ K_LABEL = "K (draft tokens per step)"
 @dataclass(frozen=True)
 class Line:
     """One series. ``baseline`` lines (no speculation) are black; lines that share ``group`` share
-    a colour (a class's P50 and P99). ``low``/``high`` draw an interval around each point;
-    ``points`` draws markers only (a measurement at one or two loads is not a curve)."""
+    a colour (a class's P50 and P99). ``low``/``high`` draw an interval around each point (a
+    shaded band under the curve with ``band``: a prediction's range over the step-time
+    constants); ``points`` draws markers only (a measurement at one or two loads is not a
+    curve)."""
 
     label: str
     x: tuple[float, ...]
@@ -94,6 +98,7 @@ class Line:
     point_labels: tuple[str, ...] | None = None
     steps: bool = False
     points: bool = False
+    band: bool = False
 
 
 @dataclass(frozen=True)
@@ -232,6 +237,17 @@ def _sweep_series(r: SweepResult, k: int, mix: str, value: str) -> tuple[list[fl
     return xs, ys
 
 
+def _band(intervals: Sequence[Interval | None]) -> dict[str, Any]:
+    """``low``/``high``/``band`` for a predicted line whose every point has a closed range."""
+    if not intervals or any(iv is None or iv.low is None or iv.high is None for iv in intervals):
+        return {}
+    return {
+        "low": tuple(_f(iv.low) for iv in intervals if iv),
+        "high": tuple(_f(iv.high) for iv in intervals if iv),
+        "band": True,
+    }
+
+
 def sweep_speedup_chart(r: SweepResult) -> Chart:
     """Throughput speedup against load, one panel per K, one line per acceptance setting."""
     loads, kind = _sweep_loads(r)
@@ -240,7 +256,8 @@ def sweep_speedup_chart(r: SweepResult) -> Chart:
         lines = []
         for m in r.mixes:
             xs, ys = _sweep_series(r, k, m, "speedup")
-            lines.append(Line(label=m, x=tuple(xs), y=tuple(ys), group=m))
+            ivs = [c.throughput_speedup_interval for c in r.cells if c.k == k and c.mix == m]
+            lines.append(Line(label=m, x=tuple(xs), y=tuple(ys), group=m, **_band(ivs)))
         panels.append(
             Panel(
                 title=f"simulated, K = {k}",
@@ -258,7 +275,8 @@ def sweep_speedup_chart(r: SweepResult) -> Chart:
         key="speedup_vs_load",
         title="Simulated throughput speedup against load",
         caption=f"{r.deployment}. {BOTH_SIDES_SWEEP}; speedup = candidate ÷ baseline throughput "
-        "in paired simulations. Below 1× speculation loses.",
+        "in paired simulations. Below 1× speculation loses."
+        + (" Shaded: the range over the step-time constants' ranges." if r.ranges_origin else ""),
         panels=tuple(panels),
         share_y=True,
     )
@@ -521,6 +539,7 @@ def plan_speedup_chart(plans: Plan | Sequence[Plan], measured: Sequence[BenchRes
                 y=ys,
                 point_labels=tuple(f"K={row.k}" for row in p.rows) if i == 0 else None,
                 group=f"policy {i}",
+                **_band([row.throughput_speedup_interval for row in owners[0].rows]),
             )
         )
     fixed = list(dict.fromkeys((q.fixed_k, tuple(r.fixed_k_speedup for r in q.rows)) for q in ps))

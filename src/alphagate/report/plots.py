@@ -111,7 +111,12 @@ def _draw_lines(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look])
         lk = look[series_key(line)]
         colour, marker, ls = lk.colour, lk.marker, lk.linestyle
         face = colour if lk.filled else "white"
-        if line.low is not None and line.high is not None:
+        if line.band and line.low is not None and line.high is not None:
+            # a predicted range: a shaded band around the curve (no offset: it is one series)
+            ax.fill_between(
+                line.x, line.low, line.high, color=colour, alpha=0.15, lw=0, label="_nolegend_"
+            )
+        if line.low is not None and line.high is not None and not line.band:
             # offset each series a little so that intervals at the same x stay apart
             dx = (i - (n - 1) / 2) * 0.06
             xs = [x + dx for x in line.x]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from alphagate.core.records import Interval
 from alphagate.report._fmt import LOSS, fmt_alpha
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.sweep import SweepResult
@@ -16,6 +17,15 @@ def _load_name(kind: str, load: float) -> str:
     return f"{load:g}" if kind == "concurrency" else f"{load:g}/s"
 
 
+def _under(value: str, iv: Interval | None, fmt: str = ".2f") -> str:
+    """A value with its range on a dim second line (the tables stay narrow at 80 columns)."""
+    if iv is None or iv.low is None:
+        return value
+    # an open high end: beyond what the quantity takes there (no α pays; pays at every batch)
+    text = f"≥ {iv.low:{fmt}}" if iv.high is None else iv.text(fmt)[1:-1]
+    return f"{value}\n[dim]{text}[/dim]"
+
+
 def _speedups(r: SweepResult, kind: str) -> RenderableType:
     sp = add_columns(
         new_table(
@@ -24,8 +34,6 @@ def _speedups(r: SweepResult, kind: str) -> RenderableType:
         "C" if kind == "concurrency" else "rate",
         "K",
         *r.mixes,
-        "α_be model",
-        "α_be sim",
         left=0,
     )
     for row in r.rows:
@@ -34,20 +42,40 @@ def _speedups(r: SweepResult, kind: str) -> RenderableType:
             for m in r.mixes:
                 c = r.cell(row.load, k, m)
                 s = c.speedup.throughput_speedup if c else None
-                if s is None:
+                if s is None or c is None:
                     vals.append("—")
-                else:
-                    vals.append(f"[red]{s:.2f}{LOSS}[/red]" if s < 1.0 else f"{s:.2f}")
-            kr = row.for_k(k)
+                    continue
+                v = f"[red]{s:.2f}{LOSS}[/red]" if s < 1.0 else f"{s:.2f}"
+                vals.append(_under(v, c.throughput_speedup_interval))
             sp.add_row(
                 _load_name(kind, row.load) if ki == 0 else "",
                 str(k),
                 *vals,
-                fmt_alpha(kr.alpha_breakeven_model, 2),
-                fmt_alpha(kr.alpha_breakeven_sim, 2),
                 end_section=ki == len(r.ks) - 1,
             )
     return sp
+
+
+def _breakeven(r: SweepResult, kind: str) -> RenderableType:
+    be = add_columns(
+        new_table(
+            "Break-even conditional α per K: model (closed form with the emergent c, v) / sim "
+            "(bisection on paired simulations)"
+        ),
+        "C" if kind == "concurrency" else "rate",
+        *(f"K={k}" for k in r.ks),
+        left=0,
+    )
+    for row in r.rows:
+        cells = []
+        for k in r.ks:
+            kr = row.for_k(k)
+            value = (
+                f"{fmt_alpha(kr.alpha_breakeven_model, 2)} / {fmt_alpha(kr.alpha_breakeven_sim, 2)}"
+            )
+            cells.append(_under(value, kr.alpha_breakeven_interval))
+        be.add_row(_load_name(kind, row.load), *cells)
+    return be
 
 
 def _itl(r: SweepResult, kind: str) -> RenderableType:
@@ -122,12 +150,14 @@ def _crossovers(r: SweepResult) -> RenderableType:
     for m in r.mixes:
         cells = []
         for k in r.ks:
-            v = next(c.batch for c in r.crossovers if c.mix == m and c.k == k)
-            cells.append(
+            x = next(c for c in r.crossovers if c.mix == m and c.k == k)
+            v = x.batch
+            text = (
                 f"> {r.crossover_search_max}"
                 if v is None
                 else ("never pays" if v <= 1.0 else f"{v:.0f}")
             )
+            cells.append(_under(text, x.batch_interval, ".0f"))
         cx.add_row(m, *cells)
     return cx
 
@@ -137,6 +167,7 @@ def render_sweep(r: SweepResult) -> RenderableType:
     parts: list[RenderableType] = [
         Text(r.deployment, style="bold"),
         _speedups(r, kind),
+        _breakeven(r, kind),
         _itl(r, kind),
         _costs(r, kind),
     ]
@@ -144,10 +175,24 @@ def render_sweep(r: SweepResult) -> RenderableType:
         parts.append(_crossovers(r))
     parts.append(
         Text(
-            f"{LOSS} (red) = net loss, or a P99 worse than without speculation. α_be: break-even "
-            "conditional α (model: closed form with the emergent c, v; sim: bisection on paired "
-            "simulations).",
+            f"{LOSS} (red) = net loss, or a P99 worse than without speculation."
+            + _ranges_note(r.ranges_origin),
             style="dim",
         )
     )
     return Group(*parts)
+
+
+def _ranges_note(origin: str | None) -> str:
+    if origin is None:
+        return ""
+    source = (
+        "the calibration's fitted values ± 2 standard errors"
+        if origin == "calibration"
+        else "the documented prior ranges (--explain-cost lists them; calibrate narrows them)"
+    )
+    return (
+        " Second line of a cell: its range over the step-time constants' ranges, from "
+        f"{source}. A speedup whose range holds 1× has no settled sign: measure before you "
+        "decide on it."
+    )

@@ -15,13 +15,19 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field, model_validator
 
-from alphagate.core.records import Frozen
+from alphagate.core.records import Frozen, Interval
 from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import StepCostModel, build_cost_model
 from alphagate.sim.engine import Scenario
 from alphagate.sim.predict import breakeven_alpha_model, crossover_batch_model, single_class
 from alphagate.sim.results import SimSummary, Speedups, speedups, summarize
 from alphagate.sim.run import run_paired, run_scenarios
+from alphagate.sim.uncertainty import (
+    CostDesign,
+    breakeven_interval,
+    crossover_interval,
+    scaled_speedup_interval,
+)
 from alphagate.sim.workload import (
     ClosedLoop,
     OpenLoop,
@@ -30,12 +36,14 @@ from alphagate.sim.workload import (
     sample_requests,
     unconditional_table,
 )
+from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import (
     DeploymentConfig,
     DeploymentSummary,
     ResolvedDeployment,
     resolve_deployment,
 )
+from alphagate.specs.uncertainty import cost_ranges
 from alphagate.specs.workload import WorkloadConfig
 from alphagate.theory.roots import bisect
 
@@ -150,6 +158,11 @@ class SweepConfig(Frozen):
     disable_above_batch: int | None = Field(default=None, ge=1)
     seed: int = Field(default=0, ge=0)
     simulate_breakeven: bool = True
+    ranges: bool = Field(
+        default=True,
+        description="give every speedup, break-even α and crossover its interval over the "
+        "step-time constants' ranges (specs.uncertainty)",
+    )
 
     @model_validator(mode="after")
     def _one_load_axis(self) -> SweepConfig:
@@ -177,6 +190,11 @@ class SweepCell(Frozen):
     alpha: float | None = Field(description="the single-class α of this cell; None for a mix")
     speedup: Speedups
     spec: SimSummary
+    throughput_speedup_interval: Interval | None = Field(
+        default=None,
+        description="speedup.throughput_speedup over the step-time constants' ranges: the "
+        "simulated value times the closed form's ends over its value at this batch",
+    )
 
 
 class KRow(Frozen):
@@ -186,6 +204,11 @@ class KRow(Frozen):
     verify_cost_ratio: float
     alpha_breakeven_model: float | None
     alpha_breakeven_sim: float | None
+    alpha_breakeven_interval: Interval | None = Field(
+        default=None,
+        description="alpha_breakeven_model over the step-time constants' ranges (open high "
+        "end: no α pays there)",
+    )
 
 
 class LoadRow(Frozen):
@@ -209,6 +232,11 @@ class Crossover(Frozen):
     alpha: float | None
     k: int
     batch: float | None = Field(description="None: still pays at the largest batch; 1: never pays")
+    batch_interval: Interval | None = Field(
+        default=None,
+        description="batch over the step-time constants' ranges (open high end: still pays at "
+        "the largest batch)",
+    )
 
 
 class SweepResult(Frozen):
@@ -226,6 +254,11 @@ class SweepResult(Frozen):
         default_factory=list,
         description="with a calibration profile: what it was fitted on, and the loads it "
         "extrapolates to",
+    )
+    ranges_origin: str | None = Field(
+        default=None,
+        description="where the intervals' ranges come from (prior: documented ranges; "
+        "calibration: a profile's fitted values ± 2 SE); None: no intervals computed",
     )
 
     def cell(self, load: float, k: int, mix: str) -> SweepCell | None:
@@ -269,15 +302,26 @@ def _load_scenarios(
     return scenarios, keys
 
 
+def _steady_batch(cfg: SweepConfig, load: float, base: SimSummary) -> float:
+    """The concurrency (closed loop, capped by max_num_seqs) or the baseline's mean batch."""
+    if cfg.rates is None:
+        return float(min(int(load), cfg.deployment.max_num_seqs))
+    return max(base.mean_batch, 1.0)
+
+
 def _load_row(
-    cfg: SweepConfig, cost: StepCostModel, load: float, base: SimSummary, n: int
+    cfg: SweepConfig,
+    cost: StepCostModel,
+    load: float,
+    base: SimSummary,
+    n: int,
+    design: CostDesign | None,
 ) -> LoadRow:
     closed = cfg.rates is None
     wl = cfg.workload
     mean_ctx = wl.mean_context()
     max_seqs = cfg.deployment.max_num_seqs
-    # steady-state batch: the concurrency (closed loop) or the baseline's mean batch (open loop)
-    batch = float(min(int(load), max_seqs)) if closed else max(base.mean_batch, 1.0)
+    batch = _steady_batch(cfg, load, base)
     by_k = []
     for k in cfg.ks:
         be_sim = (
@@ -300,6 +344,9 @@ def _load_row(
                 verify_cost_ratio=float(cost.verify_cost_ratio(batch, k, mean_ctx)),
                 alpha_breakeven_model=breakeven_alpha_model(cost, k, batch, wl),
                 alpha_breakeven_sim=be_sim,
+                alpha_breakeven_interval=None
+                if design is None
+                else breakeven_interval(design, k, batch, wl),
             )
         )
     return LoadRow(
@@ -312,34 +359,51 @@ def _load_row(
     )
 
 
-def run_sweep(cfg: SweepConfig, resolved: ResolvedDeployment, cost: StepCostModel) -> SweepResult:
-    """Every (load, K, acceptance) paired against one no-speculation baseline per load."""
+def run_sweep(
+    cfg: SweepConfig,
+    resolved: ResolvedDeployment,
+    cost: StepCostModel,
+    design: CostDesign | None = None,
+) -> SweepResult:
+    """Every (load, K, acceptance) paired against one no-speculation baseline per load; with a
+    design, each answer's interval over its ranges."""
     loads = [float(c) for c in cfg.concurrencies] if cfg.concurrencies else list(cfg.rates or ())
+    mixes = {label: classes for label, _, classes in cfg.mixes()}
     rows: list[LoadRow] = []
     cells: list[SweepCell] = []
     for li, load in enumerate(loads):
         scenarios, keys = _load_scenarios(cfg, li, load)
         traces = run_scenarios(cost, scenarios, np.random.default_rng([cfg.seed, li, 999]))
         base = summarize(traces[0])
+        batch = _steady_batch(cfg, load, base)
         for (k, label, alpha), tr in zip(keys, traces[1:], strict=True):
             spec = summarize(tr)
-            cells.append(
-                SweepCell(
-                    load=load, k=k, mix=label, alpha=alpha, speedup=speedups(spec, base), spec=spec
+            sp = speedups(spec, base)
+            iv = (
+                None
+                if design is None
+                else scaled_speedup_interval(
+                    design, sp.throughput_speedup, mixes[label], k, batch, cfg.workload
                 )
             )
-        rows.append(_load_row(cfg, cost, load, base, scenarios[0].requests.n))
+            cells.append(
+                SweepCell(
+                    load=load, k=k, mix=label, alpha=alpha, speedup=sp, spec=spec,
+                    throughput_speedup_interval=iv,
+                )
+            )  # fmt: skip
+        rows.append(_load_row(cfg, cost, load, base, scenarios[0].requests.n, design))
     b_max = resolved.largest_batch(cfg.workload)
-    crossovers = [
-        Crossover(
-            mix=label,
-            alpha=alpha,
-            k=k,
-            batch=crossover_batch_model(cost, classes, k, cfg.workload, b_max),
-        )
-        for label, alpha, classes in cfg.mixes()
-        for k in cfg.ks
-    ]
+    crossovers = []
+    for label, alpha, classes in cfg.mixes():
+        for k in cfg.ks:
+            at = crossover_batch_model(cost, classes, k, cfg.workload, b_max)
+            iv = (
+                None
+                if design is None
+                else crossover_interval(design, classes, k, cfg.workload, b_max, at)
+            )
+            crossovers.append(Crossover(mix=label, alpha=alpha, k=k, batch=at, batch_interval=iv))
     return SweepResult(
         deployment=resolved.describe(),
         deployment_detail=resolved.summary(),
@@ -349,11 +413,23 @@ def run_sweep(cfg: SweepConfig, resolved: ResolvedDeployment, cost: StepCostMode
         cells=cells,
         crossovers=crossovers,
         crossover_search_max=b_max,
+        ranges_origin=None if design is None else design.ranges.origin,
     )
 
 
-def simulate(cfg: SweepConfig) -> SweepResult:
-    """Resolve the deployment (TP chosen for the largest load), build its step-time model, sweep."""
+def simulate(cfg: SweepConfig, calibration: CalibrationProfile | None = None) -> SweepResult:
+    """Resolve the deployment (TP chosen for the largest load), build its step-time model, sweep;
+    the intervals use ``calibration``'s fitted ranges when one was applied to the deployment,
+    else the documented priors."""
     peak = max(cfg.concurrencies) if cfg.concurrencies else cfg.deployment.max_num_seqs
     resolved = resolve_deployment(cfg.deployment, cfg.workload, peak)
-    return run_sweep(cfg, resolved, build_cost_model(resolved))
+    cost = build_cost_model(resolved)
+    design = None
+    if cfg.ranges:
+
+        def rebuild(efficiencies: dict[str, float]) -> StepCostModel:
+            dep = cfg.deployment.model_copy(update=efficiencies)
+            return build_cost_model(resolve_deployment(dep, cfg.workload, peak))
+
+        design = CostDesign(cost, cost_ranges(cfg.deployment, calibration), rebuild)
+    return run_sweep(cfg, resolved, cost, design)

@@ -29,10 +29,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from alphagate.core.records import Interval
+from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import Coefficients, StepCostModel
+from alphagate.sim.predict import (
+    breakeven_alpha_model,
+    crossover_batch_model,
+    model_speedup,
+    single_class,
+)
 from alphagate.specs.uncertainty import EFFICIENCIES, CostRanges
+from alphagate.specs.workload import WorkloadConfig
 
-__all__ = ["CostDesign", "Spread"]
+__all__ = [
+    "CostDesign",
+    "Spread",
+    "breakeven_interval",
+    "crossover_interval",
+    "scaled_speedup_interval",
+]
 
 #: A prediction: a number from a step-time model (``math.inf`` for "none": no α pays, pays at
 #: every batch).
@@ -183,3 +198,68 @@ class CostDesign:
         """The models at the two corners of ``f``: lowest, highest."""
         s = self.spread(f)
         return self.at(s.low_at), self.at(s.high_at)
+
+
+#: the single-class α whose speedup's corners price a break-even α's range: the break-even α is
+#: lowest where speculation pays most, whatever the α, and 0.6 sits mid-range
+_CORNER_ALPHA = 0.6
+
+
+def _open(x: float) -> float | None:
+    return None if math.isinf(x) else x
+
+
+def scaled_speedup_interval(
+    design: CostDesign,
+    simulated: float | None,
+    classes: tuple[TrafficClass, ...],
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
+) -> Interval | None:
+    """A simulated speedup over the ranges, without simulating again: the simulated value times
+    the closed form's ends over its own value at this batch (and the residual factors of a
+    calibration). ``tests/sim/test_uncertainty.py`` measures it against paired simulations rerun
+    at the corners."""
+    if simulated is None or not math.isfinite(simulated):
+        return None
+    lo, hi = design.spread(lambda m: model_speedup(m, classes, k, batch, workload)).ratio()
+    r_lo, r_hi = design.ranges.residual_factors()
+    return Interval(low=simulated * lo * r_lo, high=simulated * hi * r_hi)
+
+
+def breakeven_interval(
+    design: CostDesign, k: int, batch: float, workload: WorkloadConfig
+) -> Interval:
+    """The closed form's break-even α at ``batch`` over the ranges; an open high end: no α
+    pays there."""
+
+    def be(m: StepCostModel) -> float:
+        x = breakeven_alpha_model(m, k, batch, workload)
+        return math.inf if x is None else x
+
+    lo_m, hi_m = design.corners(
+        lambda m: model_speedup(m, single_class(_CORNER_ALPHA), k, batch, workload)
+    )
+    vals = [be(design.cost), be(lo_m), be(hi_m)]
+    return Interval(low=_open(min(vals)), high=_open(max(vals)))
+
+
+def crossover_interval(
+    design: CostDesign,
+    classes: tuple[TrafficClass, ...],
+    k: int,
+    workload: WorkloadConfig,
+    b_max: int,
+    nominal: float | None,
+) -> Interval:
+    """The crossover batch over the ranges, from the corners of the speedup at the nominal
+    crossover; an open high end: pays up to the largest batch."""
+    at = float(b_max if nominal is None else nominal)
+    lo_m, hi_m = design.corners(lambda m: model_speedup(m, classes, k, at, workload))
+    vals = [
+        math.inf if x is None else x
+        for x in (nominal, *(crossover_batch_model(m, classes, k, workload, b_max)
+                             for m in (lo_m, hi_m)))
+    ]  # fmt: skip
+    return Interval(low=_open(min(vals)), high=_open(max(vals)))
