@@ -159,6 +159,17 @@ def test_explain_cost_json_and_table() -> None:
     assert terms["host_step"]["moves"] == "v" and terms["draft_gemm"]["moves"] == "c"
     r = cli.run("simulate", *DEP, "--explain-cost", "--concurrency", "16", "--k", "2")
     assert r.exit_code == 0 and "How each term moves v" in r.output and "B=16" in r.output
+    # the engine settings per arm: the token budget's cap (K + 1 tokens each, one more input
+    # slot for a draft model) and the largest batch a CUDA graph holds
+    budget, graphs = d["engine"]
+    assert budget["by_k"] == [8192 // (k + 1) for k in range(6)]
+    assert graphs["by_k"] == [512 // (k + 1) for k in range(6)]
+    dm = cli.json(
+        "simulate", *DEP, "--method", "draft_model", "--draft", "llama-3.2-1b",
+        "--max-num-batched-tokens", "2048", "--explain-cost",
+    )  # fmt: skip
+    assert dm["engine"][0]["by_k"] == [2048, 2048 // 3, 2048 // 4, 2048 // 5, 2048 // 6, 2048 // 7]
+    assert "Engine settings" in r.output and "max_num_batched_tokens 8,192" in r.output
 
 
 def test_alpha_by_position_alpha_from_and_cost_flags(tmp_path: Path) -> None:
@@ -342,3 +353,36 @@ def test_a_calibrated_plan_whose_range_holds_one_does_not_send_you_to_calibrate_
     out = Cli(width=100).run("plan", "--class", "chat:1:0.4", "-c", "64", "--calibration",
                              str(profile)).output  # fmt: skip
     assert "calibrated already" in out and "alphagate calibrate" not in out
+
+
+def test_calibrate_reads_a_vllm_bench_sweep_folder(results: list[Path], tmp_path: Path) -> None:
+    """``vllm bench sweep serve`` lays out one folder per (server, bench) combination with a
+    ``run=<n>.json`` per run (its parameters merged in), their list in ``summary.json``, and a
+    ``warmup.json`` and failed runs' ``*.failure.json`` beside them: given the experiment
+    folder, calibrate fits every run, the same profile as from the files themselves."""
+    exp = tmp_path / "sweep"
+    for i, src in enumerate(results):
+        data = json.loads(src.read_text())
+        comb = exp / f"SERVE--r{i}-BENCH--c{data['max_concurrency']}"
+        comb.mkdir(parents=True)
+        runs = [{**data, "run_number": 0, "max_concurrency": data["max_concurrency"]}]
+        (comb / "run=0.json").write_text(json.dumps(runs[0]))
+        (comb / "summary.json").write_text(json.dumps(runs))
+        (comb / "warmup.json").write_text(json.dumps({"not": "read"}))
+        (comb / "run=1.failure.json").write_text(json.dumps({"error": "boom"}))
+    direct = Cli().json("calibrate", *map(str, results), *DEP, "--out", str(tmp_path / "a.json"))
+    swept = Cli().json("calibrate", str(exp), *DEP, "--out", str(tmp_path / "b.json"))
+    assert [c["value"] for c in swept["coefficients"]] == pytest.approx(
+        [c["value"] for c in direct["coefficients"]]
+    )
+    assert len(swept["points"]) == len(direct["points"])
+    assert all("run=0" in p["label"] and "SERVE--r" in p["label"] for p in swept["points"])
+    # one combination's folder, and its summary.json (the list of its runs), read alike
+    one = next(exp.iterdir())
+    from alphagate.calibrate import read_observations
+
+    assert [o.step_ms for o in read_observations(one)] == [
+        o.step_ms for o in read_observations(one / "summary.json")
+    ]
+    r = Cli().run("calibrate", str(tmp_path), *DEP)  # neither kind of folder
+    assert r.exit_code == 2 and "no run=<n>.json" in r.output

@@ -149,3 +149,43 @@ def test_run_scenarios_dispatches_and_pairs(cost_8b: StepCostModel) -> None:
     assert (p.speedup.throughput_speedup or 0) > 1.0
     forced = run_scenarios(cost_8b, [sc], np.random.default_rng(0), force_engine=True)[0]
     assert np.isfinite(forced.finish_s).all()
+
+
+def test_the_token_budget_caps_the_decoding_batch_at_k_plus_one_tokens_each(
+    cost_8b: StepCostModel,
+) -> None:
+    """vLLM's scheduler gives each running sequence K + 1 tokens of ``max_num_batched_tokens``
+    (plus one input slot for a draft model) and leaves the rest waiting once it is spent: with a
+    budget of 512, 256 users decode 256 at a time without speculation, 128 at K = 3, and 102 at
+    K = 3 with a draft model's extra slot. The closed form sees the same cap."""
+    from dataclasses import replace
+
+    from alphagate.sim.kernel import decode_capacity
+    from alphagate.sim.predict import model_speedup, single_class
+
+    assert [decode_capacity(512, k) for k in (0, 1, 3)] == [512, 256, 128]
+    assert decode_capacity(512, 3, draft_slots=1) == 102 and decode_capacity(512, 0, 1) == 512
+    tight = cost_8b  # a budget of 512
+    roomy_cost = replace(cost_8b, max_num_batched_tokens=8192)
+    sc = scenario(3, 0.7, ClosedLoop(users=256), 1024, output=FixedLength(value=64))
+    assert fast_path_applies(sc) and not fast_path_applies(sc, tight)
+    run = run_paired(tight, sc, np.random.default_rng(3))
+    on, off = run.spec_trace, run.baseline_trace
+    # (the 64-token prompts of the requests that replace finished ones take the rest)
+    assert on.step_n_decode.max() <= 128 < off.step_n_decode.max()
+    slots = replace(tight, draft_slots=1)
+    assert run_scenarios(slots, [sc], np.random.default_rng(3))[0].step_n_decode.max() <= 102
+    # the cap costs throughput: the same run with room for every sequence gains more
+    roomy = run_paired(roomy_cost, sc, np.random.default_rng(3))
+    s_tight, s_roomy = run.speedup.throughput_speedup, roomy.speedup.throughput_speedup
+    assert s_tight is not None and s_roomy is not None and s_tight < s_roomy
+    from alphagate.specs.workload import WorkloadConfig
+
+    wl = WorkloadConfig(
+        prompt_len=FixedLength(value=64), output_len=FixedLength(value=64),
+        classes=single_class(0.7),
+    )  # fmt: skip
+    m_tight = model_speedup(tight, single_class(0.7), 3, 256.0, wl)
+    m_roomy = model_speedup(roomy_cost, single_class(0.7), 3, 256.0, wl)
+    assert m_tight < m_roomy
+    assert m_tight / m_roomy == pytest.approx(s_tight / s_roomy, rel=0.05)

@@ -13,7 +13,13 @@ chunk when its front end falls behind (vLLM's CPU build does). Readers:
 - ``vllm bench serve --save-result`` JSON: the totals and means it saves (``mean_tpot_ms``,
   ``std_tpot_ms``, ``mean_ttft_ms``, ``total_input_tokens``, ``total_output_tokens``,
   ``max_concurrency``, and ``spec_decode_num_drafts`` and
-  ``spec_decode_per_position_acceptance_rates`` when the server speculates).
+  ``spec_decode_per_position_acceptance_rates`` when the server speculates);
+- ``vllm bench sweep serve`` output: its experiment folder holds one folder per (server, bench)
+  parameter combination, ``SERVE-<name>-BENCH-<name>/``, with one ``vllm bench serve`` result per
+  run, ``run=<n>.json`` (its parameters merged in), and their list in ``summary.json``
+  (``vllm/benchmarks/sweep/serve.py``: ``_get_comb_base_path``, ``_get_comb_run_path``). Every
+  run of every combination under the folder given is one observation; ``warmup.json`` and the
+  ``*.failure.json`` of failed runs are not read.
 """
 
 from __future__ import annotations
@@ -215,9 +221,12 @@ class _VllmBenchResult(BaseModel):
     ) = None
 
 
-def observations_from_vllm_bench(path: Path, data: dict[str, Any]) -> list[Observation]:
-    """One ``vllm bench serve --save-result`` run (closed loop: ``--max-concurrency``); a field
-    of the wrong type or out of range raises :class:`ConfigError` naming it."""
+def observations_from_vllm_bench(
+    path: Path, data: dict[str, Any], name: str | None = None
+) -> list[Observation]:
+    """One ``vllm bench serve --save-result`` run (closed loop: ``--max-concurrency``), labelled
+    ``name`` (default: the file's stem); a field of the wrong type or out of range raises
+    :class:`ConfigError` naming it."""
     try:
         r = _VllmBenchResult.model_validate(data)
     except ValidationError as exc:
@@ -253,7 +262,7 @@ def observations_from_vllm_bench(path: Path, data: dict[str, Any]) -> list[Obser
     )
     return [
         Observation(
-            label=f"{path.stem} c{conc}",
+            label=f"{name or path.stem} c{conc}",
             source=str(path),
             concurrency=conc,
             k=len(alpha) if alpha else 0,
@@ -270,18 +279,73 @@ def observations_from_vllm_bench(path: Path, data: dict[str, Any]) -> list[Obser
     ]
 
 
-def read_observations(path: Path) -> list[Observation]:
-    """Observations from an alphagate bench ``summary.json`` or a vllm bench serve result."""
-    if path.is_dir():
-        path = path / "summary.json"
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file")
+def _read_json(path: Path) -> Any:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON file ({exc})") from None
-    if isinstance(data, dict) and data.get("verb") == "bench":
+
+
+def _is_vllm_bench(data: Any) -> bool:
+    return isinstance(data, dict) and ("mean_tpot_ms" in data or "max_concurrency" in data)
+
+
+def _sweep_runs(folder: Path) -> list[Path]:
+    """The ``run=<n>.json`` files of a ``vllm bench sweep serve`` experiment folder (or of one
+    combination's folder), in combination then run order."""
+
+    def order(p: Path) -> tuple[str, int]:
+        n = p.stem.removeprefix("run=")
+        return p.parent.name, int(n) if n.isdigit() else -1
+
+    runs = [*folder.glob("run=*.json"), *folder.glob("*/run=*.json")]
+    return sorted((p for p in runs if not p.name.endswith(".failure.json")), key=order)
+
+
+def _sweep_observations(folder: Path, runs: list[Path]) -> list[Observation]:
+    out = []
+    for run in runs:
+        data = _read_json(run)
+        if not _is_vllm_bench(data):
+            raise ConfigError(f"{run}: not a vllm bench serve result (in a vllm bench sweep)")
+        comb = run.parent.name if run.parent != folder else folder.name
+        out += observations_from_vllm_bench(run, data, f"{comb} {run.stem}")
+    return out
+
+
+def read_observations(path: Path) -> list[Observation]:
+    """Observations from an alphagate bench ``summary.json`` (or its folder), a vllm bench serve
+    result, or a vllm bench sweep serve folder (every run under it)."""
+    if path.is_dir():
+        summary = path / "summary.json"
+        runs = _sweep_runs(path)
+        if runs and not (summary.is_file() and _is_bench_summary(_read_json(summary))):
+            return _sweep_observations(path, runs)
+        if not summary.is_file():
+            raise ConfigError(
+                f"{path}: no summary.json (an alphagate bench --out folder) and no run=<n>.json "
+                "under it (a vllm bench sweep serve folder)"
+            )
+        path = summary
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file")
+    data = _read_json(path)
+    if _is_bench_summary(data):
         return observations_from_bench(path)
-    if isinstance(data, dict) and ("mean_tpot_ms" in data or "max_concurrency" in data):
+    if _is_vllm_bench(data):
         return observations_from_vllm_bench(path, data)
-    raise ConfigError(f"{path}: neither an alphagate bench summary nor a vllm bench serve result")
+    if isinstance(data, list) and data and all(_is_vllm_bench(x) for x in data):
+        # a sweep combination's summary.json: the list of its runs
+        return [
+            o
+            for i, x in enumerate(data)
+            for o in observations_from_vllm_bench(path, x, f"{path.parent.name} run={i}")
+        ]
+    raise ConfigError(
+        f"{path}: neither an alphagate bench summary nor a vllm bench serve result (nor a vllm "
+        "bench sweep serve folder or summary)"
+    )
+
+
+def _is_bench_summary(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("verb") == "bench"

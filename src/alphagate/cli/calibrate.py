@@ -67,7 +67,8 @@ def calibrate_cmd(
         typer.Argument(
             metavar="RESULTS",
             help="Saved measurements: alphagate bench results (a summary.json, or its folder, "
-            "with its requests.jsonl) or vllm bench serve --save-result JSON files.",
+            "with its requests.jsonl), vllm bench serve --save-result JSON files, or a vllm "
+            "bench sweep serve output folder (every run=N.json under it).",
             show_default=False,
         ),
     ] = None,

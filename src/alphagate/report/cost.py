@@ -80,6 +80,19 @@ def render_explanation(e: CostExplanation, k_detail: int | None = None) -> Rende
         f"Below 0.0005 everywhere here: {', '.join(SHORT[t] for t in hidden)}. " if hidden else ""
     ) + "v = 1 + Σ of the v rows; c = Σ of the c rows (--json: every term at every K)."
     parts: list[RenderableType] = [Text(e.deployment), totals, terms, sources, Text(note)]
+    if e.engine:
+        facts = add_columns(
+            new_table("Engine settings that move a speculative step (K = 0: no speculation)"),
+            "setting",
+            *(f"K={k}" for k in [0, *e.ks]),
+            left=1,
+        )
+        for f in e.engine:
+            facts.add_row(f.name, *(f"{x:,}" for x in f.by_k))
+        parts.append(facts)
+        parts.append(
+            Text("\n".join(f"{f.name.split(':')[0]}: {f.effect} ({f.source})." for f in e.engine))
+        )
     if e.ranges:
         title = (
             "The uncertain constants and their prior ranges (plan and simulate intervals span them)"

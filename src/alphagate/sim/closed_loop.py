@@ -29,6 +29,7 @@ from alphagate.sim.kernel import (
     acceptance_histogram,
     accepted_drafts,
     accepted_per_position,
+    decode_capacity,
     prefill_chunks,
 )
 from alphagate.sim.workload import ClosedLoop, RequestSet
@@ -40,14 +41,20 @@ FloatArray = npt.NDArray[np.float64]
 __all__ = ["StepPlan", "fast_path_applies", "plan_steps", "run_closed_loop"]
 
 
-def fast_path_applies(sc: Scenario) -> bool:
-    """True when the step-space simulator is exact in distribution for this scenario."""
+def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
+    """True when the step-space simulator is exact in distribution for this scenario (with
+    ``cost``: also when every user's sequence fits one step's token budget at its K, so that no
+    decode waits for the budget — :func:`alphagate.sim.kernel.decode_capacity`)."""
     arr = sc.arrivals
     return (
         isinstance(arr, ClosedLoop)
         and arr.think_time_s == 0.0
         and arr.users <= sc.max_num_seqs
         and (sc.disable_above_batch is None or sc.disable_above_batch >= arr.users)
+        and (
+            cost is None
+            or arr.users <= decode_capacity(cost.max_num_batched_tokens, sc.k, cost.draft_slots)
+        )
     )
 
 

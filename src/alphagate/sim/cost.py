@@ -433,6 +433,9 @@ class StepCostModel:
     max_num_batched_tokens: int
     cudagraph_max_tokens: int
     description: str
+    #: input slots the drafter takes per scheduled sequence beyond its K + 1 (vLLM's
+    #: ``max_num_new_slots_for_drafting``: 1 for a draft model, else 0)
+    draft_slots: int = 0
 
     @cached_property
     def _capture(self) -> IntArray:
@@ -753,4 +756,5 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
         max_num_batched_tokens=cfg.max_num_batched_tokens,
         cudagraph_max_tokens=resolved.cudagraph_max_tokens,
         description=resolved.describe(),
+        draft_slots=1 if isinstance(cfg.drafter, DraftModelDrafter) else 0,
     )

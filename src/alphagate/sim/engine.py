@@ -29,6 +29,7 @@ from alphagate.sim.kernel import (
     accepted_drafts,
     accepted_per_position,
     decode_budget,
+    decode_capacity,
     prefill_allocation,
 )
 from alphagate.sim.workload import ClosedLoop, OpenLoop, RequestSet
@@ -147,15 +148,23 @@ class _Server:
 
     # 2. schedule -----------------------------------------------------------------------------
     def schedule(self, occupied: BoolArray) -> tuple[BoolArray, int, IntArray]:
-        """Decoding slots, this step's K, and prefill tokens per slot."""
+        """Decoding slots, this step's K, and prefill tokens per slot. Decoding sequences beyond
+        what the token budget carries at this K (:func:`decode_capacity`) wait for the next
+        step, the latest admitted first, as vLLM's scheduler leaves them."""
         dec = occupied & (self.pre == 0)
         n_run = int(occupied.sum())
         k = self.k if self.disable is None or n_run <= self.disable else 0
+        slots = self.cost.draft_slots
+        cap = decode_capacity(self.cost.max_num_batched_tokens, k, slots)
+        if int(dec.sum()) > cap:
+            idx = np.nonzero(dec)[0]
+            dec = dec.copy()
+            dec[idx[np.argsort(self.req[idx], kind="stable")][cap:]] = False
         alloc = np.zeros_like(self.pre)
         prefilling = np.nonzero(self.pre > 0)[0]
         if prefilling.size:
             order = prefilling[np.argsort(self.req[prefilling], kind="stable")]
-            budget = decode_budget(self.cost.max_num_batched_tokens, int(dec.sum()), k)
+            budget = decode_budget(self.cost.max_num_batched_tokens, int(dec.sum()), k, slots)
             alloc[order] = prefill_allocation(self.pre[order], budget)
         return dec, k, alloc
 

@@ -20,9 +20,18 @@ from pydantic import Field
 
 from alphagate.core.records import Frozen
 from alphagate.sim.cost import COEFFICIENTS, TERMS, StepCostModel
+from alphagate.sim.kernel import decode_capacity
 from alphagate.specs.uncertainty import ConstantRange, CostRanges
 
-__all__ = ["TERM_LABELS", "CostExplanation", "TermContribution", "explain_cost", "powers_of_two"]
+__all__ = [
+    "TERM_LABELS",
+    "CostExplanation",
+    "EngineFact",
+    "TermContribution",
+    "engine_facts",
+    "explain_cost",
+    "powers_of_two",
+]
 
 #: What each term models, and its public source (the full citations are in :mod:`alphagate.sim.cost`).
 TERM_LABELS: Final[dict[str, tuple[str, str]]] = {
@@ -80,6 +89,45 @@ class TermContribution(Frozen):
     by_batch: list[list[float]] = Field(description="[batch][K]: its contribution")
 
 
+class EngineFact(Frozen):
+    """A setting of the engine that moves a speculative step, per K: its value and its effect."""
+
+    name: str
+    by_k: list[int] = Field(description="[K]: the figure at each K of the explanation")
+    effect: str
+    source: str
+
+
+def engine_facts(cost: StepCostModel, ks: list[int]) -> list[EngineFact]:
+    """The token budget's cap on the decoding batch and the largest batch a CUDA graph holds,
+    at each K (K = 0: without speculation, first)."""
+    grid = [0, *ks]
+    slots = cost.draft_slots
+    facts = [
+        EngineFact(
+            name=f"max_num_batched_tokens {cost.max_num_batched_tokens:,}: decoding sequences "
+            "one step carries",
+            by_k=[decode_capacity(cost.max_num_batched_tokens, k, slots) for k in grid],
+            effect=f"each takes K + 1 tokens{' + 1 draft slot' if slots else ''}; beyond it "
+            "the rest of the batch waits a step (modelled: simulator and closed form)",
+            source="vllm/v1/core/sched/scheduler.py (token and input budget); "
+            "SpeculativeConfig.max_num_new_slots_for_drafting",
+        )
+    ]
+    if cost.cudagraph_max_tokens > 0:
+        facts.append(
+            EngineFact(
+                name=f"CUDA graphs captured up to {cost.cudagraph_max_tokens} tokens: the "
+                "largest batch that runs in one",
+                by_k=[cost.cudagraph_max_tokens // (k + 1) for k in grid],
+                effect="a step carries B·(K + 1) tokens, padded to the next capture size; "
+                "past the largest it launches eagerly (modelled: the kernels term)",
+                source="vllm/config/vllm.py (cudagraph_capture_sizes, max_cudagraph_capture_size)",
+            )
+        )
+    return facts
+
+
 class CostExplanation(Frozen):
     """v(B, K), c(B, K) and every term's contribution, at one mean context."""
 
@@ -96,6 +144,10 @@ class CostExplanation(Frozen):
         description="the uncertain constants' ranges that plan and simulate intervals span",
     )
     ranges_origin: str = Field(default="prior", description="prior, or calibration")
+    engine: list[EngineFact] = Field(
+        default_factory=list,
+        description="engine settings that move a speculative step, per K (K = 0 first)",
+    )
 
 
 def explain_cost(
@@ -141,4 +193,5 @@ def explain_cost(
         terms=rows,
         ranges=[] if ranges is None else list(ranges.varying()),
         ranges_origin="prior" if ranges is None else ranges.origin,
+        engine=engine_facts(cost, list(ks)),
     )

@@ -58,9 +58,25 @@ def accepted_per_position(histogram: IntArray) -> IntArray:
     return np.asarray(np.cumsum(h[::-1])[::-1][1:], dtype=np.int64)
 
 
-def decode_budget(max_num_batched_tokens: int, n_decode: int, k: int) -> int:
-    """Tokens left for prefill after every decoding sequence's K drafts and one verify position."""
-    return max(0, max_num_batched_tokens - n_decode * (k + 1))
+def decode_tokens(k: int, draft_slots: int = 0) -> int:
+    """Of ``max_num_batched_tokens``, what one decoding sequence takes in a step: its K drafts and
+    one verify position, plus the drafter's extra input slots when it speculates (vLLM
+    ``SpeculativeConfig.max_num_new_slots_for_drafting``: 1 for a draft model, 0 for EAGLE-3,
+    MTP and n-gram; the scheduler charges them to its input budget per scheduled request,
+    ``vllm/v1/core/sched/scheduler.py``)."""
+    return k + 1 + (draft_slots if k > 0 else 0)
+
+
+def decode_capacity(max_num_batched_tokens: int, k: int, draft_slots: int = 0) -> int:
+    """How many decoding sequences one step can carry: vLLM schedules its running requests in
+    order, each taking :func:`decode_tokens` of the budget, and leaves the rest waiting for the
+    next step once the budget is spent — so K + 1 tokens per sequence cap the batch."""
+    return max(1, max_num_batched_tokens // decode_tokens(k, draft_slots))
+
+
+def decode_budget(max_num_batched_tokens: int, n_decode: int, k: int, draft_slots: int = 0) -> int:
+    """Tokens left for prefill after every decoding sequence's share (:func:`decode_tokens`)."""
+    return max(0, max_num_batched_tokens - n_decode * decode_tokens(k, draft_slots))
 
 
 def prefill_allocation(remaining: IntArray, budget: int) -> IntArray:

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import StepCostModel
+from alphagate.sim.kernel import decode_capacity
 from alphagate.specs.workload import WorkloadConfig, length_mean
 from alphagate.theory.acceptance import expected_tokens_per_pass_by_pos
 from alphagate.theory.roots import bisect
@@ -62,7 +63,9 @@ def model_speedup(
     requests that replace the finished ones: batch · E / L̄_out requests per step with E tokens
     per sequence per step. With several classes the batch holds each class in proportion to how
     long it stays (share / E_i), so tokens per sequence per step is the harmonic blend of the E_i.
-    K = 0 gives exactly 1.
+    K = 0 gives exactly 1. A step carries at most :func:`~alphagate.sim.kernel.decode_capacity`
+    decoding sequences (K + 1 tokens each within ``max_num_batched_tokens``); beyond it the rest
+    of the batch waits a step, so each side decodes the smaller of the two.
     """
     if k == 0:
         return 1.0
@@ -73,15 +76,16 @@ def model_speedup(
     e_cls = np.asarray([float(expected_tokens_per_pass_by_pos(c.conditional(k))) for c in classes])
     e = 1.0 / float((shares / shares.sum() / e_cls).sum())
 
-    def step(kk: int, tokens_per_seq: float) -> float:
-        # requests finishing (and so prefilling) per step ~ Poisson(batch · E / L̄_out); the step
+    def tokens_per_s(kk: int, tokens_per_seq: float) -> float:
+        n = min(batch, float(decode_capacity(cost.max_num_batched_tokens, kk, cost.draft_slots)))
+        # requests finishing (and so prefilling) per step ~ Poisson(n · E / L̄_out); the step
         # time is convex in the tokens it carries, so average over the count, not the mean count
-        j, pmf = _poisson_pmf(batch * tokens_per_seq / l_out)
+        j, pmf = _poisson_pmf(n * tokens_per_seq / l_out)
         pre = j * l_in
-        t = cost.step_time(kk, batch, batch * ctx, pre, 0.0, pre * 0.5 * l_in, batch)
-        return float((pmf * t).sum() / pmf.sum())
+        t = cost.step_time(kk, n, n * ctx, pre, 0.0, pre * 0.5 * l_in, batch)
+        return n * tokens_per_seq / float((pmf * t).sum() / pmf.sum())
 
-    return (e / step(k, e)) / (1.0 / step(0, 1.0))
+    return tokens_per_s(k, e) / tokens_per_s(0, 1.0)
 
 
 def breakeven_alpha_model(

@@ -29,7 +29,7 @@ def run_scenarios(
     """Simulate every scenario; closed-loop ones take the step-space path unless ``force_engine``."""
     return [
         run_closed_loop(cost, sc, child, record_chunks=record_chunks)
-        if not force_engine and fast_path_applies(sc)
+        if not force_engine and fast_path_applies(sc, cost)
         else run_engine(cost, sc, child, record_chunks=record_chunks)
         for sc, child in zip(scenarios, rng.spawn(len(scenarios)), strict=True)
     ]
