@@ -160,15 +160,27 @@ def test_explain_cost_json_and_table() -> None:
     r = cli.run("simulate", *DEP, "--explain-cost", "--concurrency", "16", "--k", "2")
     assert r.exit_code == 0 and "How each term moves v" in r.output and "B=16" in r.output
     # the engine settings per arm: the token budget's cap (K + 1 tokens each, one more input
-    # slot for a draft model) and the largest batch a CUDA graph holds
-    budget, graphs = d["engine"]
+    # slot for a draft model), async scheduling, and the largest batch a CUDA graph holds
+    budget, sched, graphs = d["engine"]
     assert budget["by_k"] == [8192 // (k + 1) for k in range(6)]
+    assert sched["by_k"] == [1] * 6  # EAGLE-3 keeps async scheduling on
     assert graphs["by_k"] == [512 // (k + 1) for k in range(6)]
+    assert "host_sync" not in {t["term"] for t in d["terms"] if any(any(r) for r in t["by_batch"])}
     dm = cli.json(
         "simulate", *DEP, "--method", "draft_model", "--draft", "llama-3.2-1b",
         "--max-num-batched-tokens", "2048", "--explain-cost",
     )  # fmt: skip
     assert dm["engine"][0]["by_k"] == [2048, 2048 // 3, 2048 // 4, 2048 // 5, 2048 // 6, 2048 // 7]
+    # n-gram drafting turns async scheduling off in the speculative arm only: each of its
+    # steps pays the host time async scheduling hides, as a verify cost
+    ng = cli.json("simulate", *DEP, "--method", "ngram", "--explain-cost")
+    assert ng["engine"][1]["by_k"] == [1, 0, 0, 0, 0, 0]
+    sync = next(t for t in ng["terms"] if t["term"] == "host_sync")
+    decode_ms = np.asarray(ng["decode_ms"])
+    assert sync["moves"] == "v"
+    assert np.asarray(sync["by_batch"]) == pytest.approx(
+        np.repeat((1.0 / decode_ms)[:, None], 5, axis=1)  # 1 ms over a decode step, every K
+    )
     assert "Engine settings" in r.output and "max_num_batched_tokens 8,192" in r.output
 
 

@@ -21,7 +21,12 @@ from alphagate.calibrate.fit import fit_profile
 from alphagate.calibrate.observations import Observation
 from alphagate.calibrate.predict import predict_level
 from alphagate.calibrate.sweep import LiveSweep, run_live_sweep
-from alphagate.specs import DeploymentConfig, Eagle3Drafter
+from alphagate.core.traffic import TrafficClass
+from alphagate.sim.cost import build_cost_model
+from alphagate.sim.uncertainty import CostDesign, scaled_speedup_interval
+from alphagate.specs import DeploymentConfig, Eagle3Drafter, WorkloadConfig, resolve_deployment
+from alphagate.specs.uncertainty import calibrated_ranges
+from alphagate.specs.workload import FixedLength
 from tests.real_engine.harness import vllm_server
 from tests.real_engine.test_vllm import CODE_PROMPTS, _report
 
@@ -147,6 +152,12 @@ def test_calibrate_predicts_the_speculative_speedup(
     assert profile.valid_concurrency == (1, 4) and profile.valid_k == (3, 3)
     alpha = obs[("k3", 1)].alpha_by_pos  # what a user knows: α by position at K = 3
     assert alpha is not None
+    # each prediction's range over the calibrated constants (± 2 standard errors, from the fit's
+    # covariance), as plan and simulate give it
+    design = CostDesign(
+        build_cost_model(resolve_deployment(profile.deployment)),
+        calibrated_ranges(profile, profile.deployment),
+    )
     rows = []
     for name, k, c in (("K=3, C=2", 3, 2), ("K=3, C=8", 3, 8), ("K=2, C=1", 2, 1)):
         b = obs[("base", c)]
@@ -154,10 +165,19 @@ def test_calibrate_predicts_the_speculative_speedup(
         ps = predict_level(profile, c, k, alpha[:k], b.prompt_tokens, b.output_tokens)
         predicted = ps.output_tokens_per_s / pb.output_tokens_per_s
         measured = tput[(f"k{k}", c)] / tput[("base", c)]
+        cls = (TrafficClass(name="code", share=1.0, alpha_by_pos=tuple(alpha[:k])),)
+        wl = WorkloadConfig(
+            prompt_len=FixedLength(value=round(float(np.mean(b.prompt_tokens)))),
+            output_len=FixedLength(value=OUTPUT),
+            classes=cls,
+        )
+        iv = scaled_speedup_interval(design, predicted, cls, k, float(c), wl)
         rows.append(
             {
                 "level": name,
                 "predicted_speedup": predicted,
+                "predicted_low": iv.low if iv else None,
+                "predicted_high": iv.high if iv else None,
                 "measured_speedup": measured,
                 "error": predicted / measured - 1.0,
                 "predicted_step_ms": ps.step_ms,

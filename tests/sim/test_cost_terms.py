@@ -280,6 +280,29 @@ def test_host_cost_per_speculative_step_is_one_per_step_whatever_k(cost: StepCos
     assert gap == pytest.approx([0.0, 1e-3, 1e-3, 1e-3, 1e-3])
 
 
+def test_an_arm_without_async_scheduling_pays_the_host_time_it_hides() -> None:
+    """vLLM keeps async scheduling on by default and turns it off for n-gram drafting (on the
+    CPU): then only the speculative arm pays ``host_sync`` (1 per step, any K); with it off for
+    the server (``async_scheduling=False``) both arms pay it; EAGLE-3 pays it in neither."""
+    ks = np.asarray([0.0, 1.0, 3.0])
+    b, ctx = np.full(3, 8.0), np.full(3, 8000.0)
+    eagle = _cost()
+    ngram = _cost(drafter=NgramDrafter())
+    sync_all = _cost(async_scheduling=False)
+    assert eagle.terms(ks, b, ctx)["host_sync"].tolist() == [0.0, 0.0, 0.0]
+    assert ngram.terms(ks, b, ctx)["host_sync"].tolist() == [0.0, 1.0, 1.0]
+    assert sync_all.terms(ks, b, ctx)["host_sync"].tolist() == [1.0, 1.0, 1.0]
+    gap = ngram.step_time(ks, b, ctx) - _cost(
+        drafter=NgramDrafter(), sync_step_overhead_ms=0.0
+    ).step_time(ks, b, ctx)
+    assert gap == pytest.approx([0.0, 1e-3, 1e-3])  # the 1 ms default, speculative steps only
+    # and so it lowers n-gram's predicted speedup
+    wl = WorkloadConfig()
+    cls = (TrafficClass(name="a", share=1.0, alpha=0.6),)
+    kept = _cost(drafter=NgramDrafter(), async_scheduling=None, sync_step_overhead_ms=0.0)
+    assert model_speedup(ngram, cls, 3, 8.0, wl) < model_speedup(kept, cls, 3, 8.0, wl)
+
+
 def test_tensor_parallel_allreduce() -> None:
     one, two = _cost(), _cost(tp=2)
     assert float(one.terms(0, 8, 800.0)["target_allreduce"]) == 0.0

@@ -72,7 +72,9 @@ REQUEST = "request_overhead_s"
 FUNCTIONAL_FORM: Final = (
     "step = target_time_scale·(target GEMMs + attention + sampler + all-reduce + kernels) "
     "+ draft_time_scale·(the drafter's, K forwards) + step_overhead_s + per_seq_overhead_s·B "
-    "+ per_token_overhead_s·T + spec_step_overhead_s·[K > 0] + draft_forward_overhead_s·K; fitted to the mean decode step (and "
+    "+ per_token_overhead_s·T + spec_step_overhead_s·[K > 0] + draft_forward_overhead_s·K "
+    "+ sync_step_overhead_s·[the arm runs without async scheduling]; fitted to the mean decode "
+    "step (and "
     "mean TTFT at concurrency 1, with request_overhead_s per request) of levels laid out in step "
     "space; regularised least squares with θ ≥ 0 and a weak prior at the documented defaults"
 )

@@ -28,6 +28,7 @@ SHORT = {
     "host_token": "host/token",
     "host_spec": "host/spec",
     "host_draft": "host/draft",
+    "host_sync": "host/sync",
 }
 
 

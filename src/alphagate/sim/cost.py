@@ -145,6 +145,7 @@ TERMS: Final = (
     "host_token",
     "host_spec",
     "host_draft",
+    "host_sync",
 )
 #: The coefficients and the terms each multiplies (what ``alphagate calibrate`` fits).
 COEFFICIENTS: Final[dict[str, tuple[str, ...]]] = {
@@ -155,6 +156,7 @@ COEFFICIENTS: Final[dict[str, tuple[str, ...]]] = {
     "per_token_overhead_s": ("host_token",),
     "spec_step_overhead_s": ("host_spec",),
     "draft_forward_overhead_s": ("host_draft",),
+    "sync_step_overhead_s": ("host_sync",),
 }
 
 
@@ -413,6 +415,7 @@ class Coefficients:
     per_token_overhead_s: float = 0.0
     spec_step_overhead_s: float = 0.0
     draft_forward_overhead_s: float = 0.0
+    sync_step_overhead_s: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {name: float(getattr(self, name)) for name in COEFFICIENTS}
@@ -436,6 +439,9 @@ class StepCostModel:
     #: input slots the drafter takes per scheduled sequence beyond its K + 1 (vLLM's
     #: ``max_num_new_slots_for_drafting``: 1 for a draft model, else 0)
     draft_slots: int = 0
+    #: whether the server without speculation and the one with it run without async
+    #: scheduling, and so pay the host time it hides (``host_sync``) every step
+    sync_arms: tuple[bool, bool] = (False, False)
 
     @cached_property
     def _capture(self) -> IntArray:
@@ -560,6 +566,9 @@ class StepCostModel:
         out["host_token"] = zero + tokens
         out["host_spec"] = zero + spec
         out["host_draft"] = spec * (1.0 if self.draft_host_per_step else k_)
+        off_sync, on_sync = self.sync_arms
+        if off_sync or on_sync:
+            out["host_sync"] = zero + np.where(k_ > 0, float(on_sync), float(off_sync))
         return out
 
     def step_time(
@@ -723,6 +732,7 @@ def coefficients_of(resolved: ResolvedDeployment) -> Coefficients:
         per_token_overhead_s=cfg.per_token_overhead_us * 1e-6,
         spec_step_overhead_s=cfg.spec_step_overhead_ms * 1e-3,
         draft_forward_overhead_s=per_draft * 1e-3,
+        sync_step_overhead_s=cfg.sync_step_overhead_ms * 1e-3,
     )
 
 
@@ -748,6 +758,7 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
         sampler_passes=SAMPLER_PASSES,
         table_tokens=table,
     )
+    base_async, spec_async = resolved.async_by_arm()
     return StepCostModel(
         target=target_cost,
         draft=_drafter(resolved, hw, table),
@@ -757,4 +768,5 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
         cudagraph_max_tokens=resolved.cudagraph_max_tokens,
         description=resolved.describe(),
         draft_slots=1 if isinstance(cfg.drafter, DraftModelDrafter) else 0,
+        sync_arms=(not base_async, not spec_async),
     )

@@ -69,6 +69,10 @@ TERM_LABELS: Final[dict[str, tuple[str, str]]] = {
         "vllm/v1/worker/gpu_model_runner.py; calibrate fits it",
     ),
     "host_draft": ("host: per draft forward (n-gram: per step)", "calibrate fits it"),
+    "host_sync": (
+        "host: the scheduling that async scheduling hides, per step of an arm without it",
+        "vllm/config/vllm.py (which methods turn it off); vLLM PR #19970, #23569",
+    ),
 }
 _DRAFTER_TERMS: Final = (*COEFFICIENTS["draft_time_scale"], "host_draft")
 
@@ -114,6 +118,17 @@ def engine_facts(cost: StepCostModel, ks: list[int]) -> list[EngineFact]:
             "SpeculativeConfig.max_num_new_slots_for_drafting",
         )
     ]
+    off_sync, on_sync = cost.sync_arms
+    facts.append(
+        EngineFact(
+            name="async scheduling (1 = on): the host's scheduling overlaps the forward",
+            by_k=[int(not (on_sync if k else off_sync)) for k in grid],
+            effect="an arm without it pays sync_step_overhead_s every step (host_sync); vLLM "
+            "turns it off for n-gram drafting on the CPU, or everywhere with "
+            "--no-async-scheduling",
+            source="vllm/config/vllm.py (VllmConfig: async_scheduling default)",
+        )
+    )
     if cost.cudagraph_max_tokens > 0:
         facts.append(
             EngineFact(

@@ -43,6 +43,7 @@ COEFFICIENT_FIELDS: Final[dict[str, tuple[str, float]]] = {
     "per_seq_overhead_s": ("per_seq_overhead_us", 1e6),
     "per_token_overhead_s": ("per_token_overhead_us", 1e6),
     "spec_step_overhead_s": ("spec_step_overhead_ms", 1e3),
+    "sync_step_overhead_s": ("sync_step_overhead_ms", 1e3),
     "draft_forward_overhead_s": ("forward_overhead_ms", 1e3),
 }
 

@@ -68,6 +68,10 @@ ACTIVATION_RESERVE: Final = 0.04
 #: Llama-3.1-8B on one H100 (158 tok/s at batch 1, SGLang docs); those two terms now take about
 #: 0.17 ms of it at batch 1, so the host part is what is left.
 STEP_OVERHEAD_MS: Final = 0.85
+#: Host time per step that async scheduling overlaps with the forward (scheduling, input
+#: preparation, output processing): vLLM v0.6 spent 29% of a Llama-3-8B H100 step scheduling
+#: (vLLM blog, 2024-09-05: ~2 ms of a ~7 ms step); the V1 engine's leaner loop, about half.
+SYNC_STEP_OVERHEAD_MS: Final = 1.0
 
 
 class _DrafterBase(Frozen):
@@ -205,6 +209,19 @@ class DeploymentConfig(Frozen):
         description="host time per speculative step whatever K is: rejection sampler and "
         "proposer set-up (0: no documented figure; alphagate calibrate fits it)",
     )
+    async_scheduling: bool | None = Field(
+        default=None,
+        description="vLLM's async scheduling (--async-scheduling / --no-async-scheduling); None: "
+        "vLLM's default, on unless the drafting method forces it off (n-gram on the CPU does, "
+        "vllm/config/vllm.py)",
+    )
+    sync_step_overhead_ms: float = Field(
+        default=SYNC_STEP_OVERHEAD_MS,
+        ge=0,
+        le=1000,
+        description="host time per step that async scheduling hides behind the forward, paid "
+        "by a server (or an arm) that runs without it",
+    )
     target_time_scale: float = Field(
         default=1.0,
         gt=0,
@@ -301,6 +318,16 @@ class ResolvedDeployment:
     def draft_tp(self) -> int:
         """The drafter's tensor-parallel degree (the target's unless configured)."""
         return self.config.draft_tp or self.tp
+
+    def async_by_arm(self) -> tuple[bool, bool]:
+        """Whether the server without speculation and the one with it schedule asynchronously
+        (vLLM 0.32, ``VllmConfig`` post-init: on by default; a speculative method outside
+        EAGLE/MTP, draft model and GPU n-gram turns it off — here n-gram, which runs on the
+        CPU)."""
+        if self.config.async_scheduling is False:
+            return False, False
+        forced_off = isinstance(self.config.drafter, NgramDrafter)
+        return True, not forced_off
 
     @property
     def cudagraph_max_tokens(self) -> int:

@@ -111,6 +111,14 @@ PRIOR_RANGES: Final[dict[str, PriorRange]] = {
         "documented figure, up to 0.5 ms (async scheduling with speculative decoding only since "
         "vLLM PR #31998)",
     ),
+    "sync_step_overhead_s": PriorRange(
+        low=0.5,
+        high=2.5,
+        source="host time per step that async scheduling hides, paid only without it: ~2 ms of "
+        "a ~7 ms Llama-3-8B H100 step in vLLM v0.6 (vLLM blog, 2024-09-05), less in the V1 "
+        "engine (vLLM PR #19970 overlaps scheduling, #23569 input preparation and sampling: "
+        "5–10% more)",
+    ),
     "draft_forward_overhead_s": PriorRange(
         low=0.5,
         high=3.0,
