@@ -142,12 +142,20 @@ def run_validity(
     counters), and whether any exceeds its bound."""
     gaps = _gaps_ms(records)
     median = float(np.median(gaps)) if gaps.size else None
-    bunched = float((gaps < BUNCHED_GAP * median).mean()) if median else None
+    # a median of 0: most chunks arrived in the same read as the one before them
+    bunched: float | None = None
+    if gaps.size:
+        bunched = float((gaps < BUNCHED_GAP * median).mean() if median else (gaps <= 0).mean())
     lag = Distribution.of(np.asarray(client_lag_ms) / 1e3) if client_lag_ms else None
     sends = [r.send_s - r.scheduled_s for r in records if r.scheduled_s is not None]
     send = Distribution.of(sends) if sends else None
     server_ms = 1e3 * server.lag_s / server.steps if server and server.steps > 0 else None
     reasons = []
+    if median == 0.0:
+        reasons.append(
+            f"{bunched:.0%} of chunk gaps are 0 ms: the client read most chunks late, together "
+            "with the one before them"
+        )
     if median:
         if bunched is not None and bunched > BOUNDS["bunched_share"]:
             reasons.append(
