@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 VLLM_VENV := .venv-vllm
 
-.PHONY: demo test lint typecheck pytest bench clean test-vllm system-deps docs docs-build
+.PHONY: demo test test-unit lint typecheck pytest bench clean test-vllm system-deps docs docs-build
 
 # Runtime install: the package and its light core dependencies.
 $(VENV)/.runtime: pyproject.toml
@@ -56,6 +56,11 @@ pytest: $(VENV)/.dev system-deps
 	$(PY) -m pytest -q -m timing --basetemp "$$tmp/timing"; timing=$$?; \
 	wait $$cpu; rc=$$?; echo "--- the other tests (two workers, nice 19):"; cat "$$tmp/cpu.log"; \
 	rm -rf "$$tmp"; [ $$timing -eq 0 ] && [ $$rc -eq 0 ]
+
+# The unit tier: every test that starts no server, subprocess, browser or Prometheus (the
+# `integration` marker, tests/conftest.py), on two workers: the quick check while editing.
+test-unit: $(VENV)/.dev
+	$(PY) -m pytest -q -n 2 -m "not integration" -p no:cacheprovider
 
 # The documentation site (MkDocs, Material theme): `make docs` builds it and serves it on
 # http://127.0.0.1:8800; `make test` builds it with --strict (a broken link or page fails).

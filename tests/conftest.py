@@ -23,6 +23,66 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+#: Test modules that start a server, a subprocess, a browser or Prometheus (or use a fixture
+#: that does): the ``integration`` tier. Everything else is the unit tier, ``pytest -m "not
+#: integration"`` (``make test-unit``), where starting one fails the test (see
+#: :func:`_unit_tests_start_nothing`). Found by running the suite with ``socket.listen`` and
+#: ``subprocess.Popen`` traced; a module that starts one later fails there and belongs here.
+INTEGRATION_MODULES = frozenset(
+    f"tests/{m}.py"
+    for m in (
+        "bench/test_bench_faults", "bench/test_bench_twin", "bench/test_http",
+        "bench/test_validity", "bench/test_workers",
+        "calibrate/test_sweep", "calibrate/test_twin_coverage", "calibrate/test_twin_roundtrip",
+        "cli/test_bench", "cli/test_bench_goodput", "cli/test_bench_limits", "cli/test_bench_plot",
+        "cli/test_bench_trace", "cli/test_bench_workers", "cli/test_calibrate",
+        "cli/test_full_disk", "cli/test_hardening", "cli/test_hardening_rounds2",
+        "cli/test_measure_offline", "cli/test_model", "cli/test_report", "cli/test_signals",
+        "fuzz/test_fuzz",
+        "gate/test_evidence", "gate/test_gate", "gate/test_soundness", "gate/test_stages",
+        "measure/test_live", "measure/test_offline_ray", "measure/test_prometheus",
+        "measure/test_sglang",
+        "report/test_browser", "report/test_charts", "report/test_figures", "report/test_html",
+        "report/test_inputs", "report/test_plots",
+        "test_docs", "test_layering", "test_secrets",
+        "twin/test_statslog", "twin/test_twin_background", "twin/test_twin_counters",
+        "twin/test_twin_http",
+    )
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        if (
+            rel in INTEGRATION_MODULES
+            or rel.startswith("tests/real_engine/")
+            or item.get_closest_marker("timing")
+        ):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_nothing(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unit test that listens on a socket or starts a process fails, naming the tier it
+    belongs to: the unit tier stays fast because nothing in it waits on a server."""
+    if request.node.get_closest_marker("integration"):
+        return
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(
+            f"{request.node.nodeid} starts a server or a process: add its module to "
+            "tests/conftest.py INTEGRATION_MODULES"
+        )
+
+    monkeypatch.setattr(socket.socket, "listen", refuse)
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+
 class Cli:
     """Invoke ``alphagate`` in-process; ``json(...)`` adds ``--json`` and parses the object."""
 

@@ -455,6 +455,12 @@ class StepCostModel:
     def _weights(self) -> dict[str, float]:
         return self.coefficients.term_weights()
 
+    @cached_property
+    def memo(self) -> dict[tuple[object, ...], float]:
+        """Figures derived from this model that callers compute again and again (the closed
+        form's decode rate at a batch and workload): this model's, so never stale."""
+        return {}
+
     @classmethod
     def constant(
         cls, target_s: float, draft_s: float, max_num_batched_tokens: int = 1 << 30
