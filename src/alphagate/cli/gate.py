@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 
 
 def _watch_line(result: GateResult) -> str:
+    from alphagate.core.fmt import num
+
     parts = []
     for r in result.results:
-        v = "—" if r.value is None else f"{r.value:.3g}"
+        v = num(r.value, ".3g")
         parts.append(f"{r.rule.describe()}: {v} {r.result}")
     return f"{time.strftime('%H:%M:%S')} {result.decision.upper()}  " + "; ".join(parts)
 

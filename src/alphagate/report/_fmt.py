@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from alphagate.core.fmt import num
+from alphagate.core.fmt import DASH, num
 from alphagate.core.records import Interval
 
 __all__ = [
@@ -33,7 +33,7 @@ def fmt_x(x: float | None, digits: int = 2) -> str:
 def fmt_x_marked(x: float | None, digits: int = 2) -> str:
     """A speedup: red and marked ✗ when below 1 (a net loss)."""
     if x is None:
-        return "—"
+        return DASH
     s = f"{x:.{digits}f}×"
     return f"[red]{s} {LOSS}[/red]" if x < 1.0 else s
 

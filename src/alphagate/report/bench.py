@@ -11,7 +11,7 @@ from rich.text import Text
 from alphagate.bench.records import BenchResult, Comparison, LevelSummary, Stats
 from alphagate.bench.slo import Goodput
 from alphagate.bench.sweep import SweepSummary
-from alphagate.core.fmt import num
+from alphagate.core.fmt import DASH, num
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.report._fmt import LOSS, fmt_ms, fmt_x, fmt_x_marked
 from alphagate.report._tables import add_columns, new_table
@@ -31,7 +31,7 @@ def _acceptance(lv: LevelSummary, cls: str | None = None) -> str:
     else:
         a = lv.acceptance
     if a is None or a.draft_acceptance_rate is None:
-        return "—"
+        return DASH
     alpha = num(a.alpha_iid, ".3f")
     tau = num(a.mean_acceptance_length, ".3f")
     return f"{a.draft_acceptance_rate:.3f} / {tau} / {alpha}"
@@ -127,14 +127,14 @@ def _level_block(levels: list[LevelSummary], comp: Comparison | None) -> Table:
 
 def _within(g: Goodput | None) -> str:
     if g is None or g.attainment is None:
-        return "—"
+        return DASH
     text = f"{g.good}/{g.requests} ({g.attainment * 100:.0f}%)"
     return text if g.meets_slo else f"[red]{text} {LOSS}[/red]"
 
 
 def _share(g: Goodput | None) -> str:
     if g is None or g.attainment is None:
-        return "—"
+        return DASH
     text = f"{g.attainment * 100:.0f}%"
     return text if g.meets_slo else f"[red]{text} {LOSS}[/red]"
 
@@ -145,12 +145,12 @@ def _goodput_rows(t: Table, levels: list[LevelSummary], comp: Comparison | None)
         ("within SLO", [_within(g) for g in gs], None),
         (
             "goodput (req/s)",
-            ["—" if g is None else f"{g.good_requests_per_s:,.2f}" for g in gs],
+            [num(None if g is None else g.good_requests_per_s, ",.2f") for g in gs],
             comp.goodput_ratio if comp else None,
         ),
         (
             "goodput (tok/s)",
-            ["—" if g is None else f"{g.good_output_tokens_per_s:,.0f}" for g in gs],
+            [num(None if g is None else g.good_output_tokens_per_s, ",.0f") for g in gs],
             comp.output_goodput_ratio if comp else None,
         ),
     ]
@@ -163,7 +163,7 @@ def _goodput_rows(t: Table, levels: list[LevelSummary], comp: Comparison | None)
 def _lag(s: Stats) -> str:
     d = s.send_lag_ms
     if d is None or d.p50 is None:
-        return "—"
+        return DASH
     return f"{d.p50:.2f} / {fmt_ms(d.p99, 2)}"
 
 

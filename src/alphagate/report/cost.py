@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from alphagate.core.fmt import DASH
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.explain import CostExplanation
 from alphagate.specs.calibration import CalibrationProfile
@@ -128,7 +129,7 @@ def render_calibration(p: CalibrationProfile) -> RenderableType:
         coef.add_row(
             c.name,
             _fmt(c.name, c.value),
-            "—" if rel == float("inf") else f"±{rel:.0%}",
+            DASH if rel == float("inf") else f"±{rel:.0%}",
             _fmt(c.name, c.prior),
             c.determined_by,
         )

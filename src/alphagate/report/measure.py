@@ -7,7 +7,7 @@ from datetime import datetime
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from alphagate.core.fmt import num
+from alphagate.core.fmt import DASH, num
 from alphagate.gate.evaluate import GateResult
 from alphagate.measure.estimate import AcceptanceEstimate, Interval
 from alphagate.measure.results import MeasureResult
@@ -18,7 +18,7 @@ __all__ = ["promql_lines", "render_gate", "render_measure"]
 
 
 def _ci(iv: Interval | None, digits: int = 3) -> str:
-    return "—" if iv is None else f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]"
+    return DASH if iv is None else f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]"
 
 
 def _v(x: float | None, digits: int = 3) -> str:
@@ -43,7 +43,7 @@ def _estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
     t.add_row("α  i.i.d. conditional", _v(e.alpha_iid), _ci(e.alpha_iid_ci), "the α this ρ implies")
     if e.sglang_accept_length is not None:
         t.add_row(
-            "τ  SGLang accept length", _v(e.sglang_accept_length, 2), "—", "no counts behind it"
+            "τ  SGLang accept length", _v(e.sglang_accept_length, 2), DASH, "no counts behind it"
         )
     parts: list[RenderableType] = [t]
     if e.num_drafts > 0:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from alphagate.bench.acceptance import bench_acceptance
 from alphagate.bench.records import BenchResult
 from alphagate.core.errors import ConfigError
-from alphagate.core.fmt import num
+from alphagate.core.fmt import DASH, num
 from alphagate.gate.evaluate import GateResult
 from alphagate.plan.records import Plan
 from alphagate.report import charts, reproduce
@@ -147,7 +147,7 @@ class Page:
 def _x(v: float | None, digits: int = 2) -> Cell:
     """A ratio where > 1 means speculation helps; marked when it hurts."""
     if v is None:
-        return Cell("—")
+        return Cell(DASH)
     return Cell(f"{v:.{digits}f}×", "bad" if v < 1.0 else "")
 
 
@@ -171,7 +171,7 @@ def _scalar(v: Any) -> str | None:
     if isinstance(v, int | str):
         return str(v)
     if v is None:
-        return "—"
+        return DASH
     return None
 
 
@@ -290,7 +290,7 @@ def _candidate_acceptance(b: BenchResult, level: str) -> tuple[str, str, str]:
     )
     a = lv.acceptance if lv is not None else None
     if a is None or a.num_drafts <= 0:
-        return "—", "—", "—"
+        return DASH, DASH, DASH
     return _n(a.draft_acceptance_rate), _n(a.mean_acceptance_length), _n(a.alpha_iid)
 
 
@@ -364,7 +364,7 @@ def _best_k_table(si: SweepInput) -> Table:
             )
             s = best.speedup.throughput_speedup if best else None
             if best is None or s is None:
-                cells.append(Cell("—"))
+                cells.append(Cell(DASH))
             elif s < 1.0:
                 cells.append(Cell(f"off (best K={best.k}: {s:.2f}×)", "bad"))
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from alphagate.core.fmt import DASH
 from alphagate.core.records import Interval
 from alphagate.report._fmt import LOSS, fmt_alpha
 from alphagate.report._tables import add_columns, new_table
@@ -43,7 +44,7 @@ def _speedups(r: SweepResult, kind: str) -> RenderableType:
                 c = r.cell(row.load, k, m)
                 s = c.speedup.throughput_speedup if c else None
                 if s is None or c is None:
-                    vals.append("—")
+                    vals.append(DASH)
                     continue
                 v = f"[red]{s:.2f}{LOSS}[/red]" if s < 1.0 else f"{s:.2f}"
                 vals.append(_under(v, c.throughput_speedup_interval))
@@ -97,7 +98,7 @@ def _itl(r: SweepResult, kind: str) -> RenderableType:
                 c = r.cell(row.load, k, m)
                 d = c.spec.itl_per_token_ms if c else None
                 if d is None or d.p50 is None or d.p99 is None or b.p99 is None:
-                    vals.append("—")
+                    vals.append(DASH)
                     continue
                 worse = d.p99 > b.p99
                 p99 = f"[red]{d.p99:.0f}{LOSS}[/red]" if worse else f"{d.p99:.0f}"
