@@ -159,6 +159,7 @@ def test_explain_cost_json_and_table() -> None:
     assert terms["host_step"]["moves"] == "v" and terms["draft_gemm"]["moves"] == "c"
     r = cli.run("simulate", *DEP, "--explain-cost", "--concurrency", "16", "--k", "2")
     assert r.exit_code == 0 and "How each term moves v" in r.output and "B=16" in r.output
+    assert "v K=2" in r.output and "v K=3" not in r.output  # the K asked for, only
     # the engine settings per arm: the token budget's cap (K + 1 tokens each, one more input
     # slot for a draft model), async scheduling, and the largest batch a CUDA graph holds
     budget, sched, graphs = d["engine"]

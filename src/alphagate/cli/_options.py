@@ -47,6 +47,7 @@ __all__ = [
     "check_no_overwrite",
     "check_output_path",
     "deployment",
+    "given",
     "length",
     "traffic_classes",
     "workload",
@@ -411,6 +412,12 @@ def calibrated_deployment(
 def _is_default(ctx: typer.Context, param: str) -> bool:
     source = ctx.get_parameter_source(param)
     return source is None or source.name in ("DEFAULT", "DEFAULT_MAP")
+
+
+def given(ctx: typer.Context, param: str) -> bool:
+    """Whether the parameter ``param`` (its Python name) was typed on the command line or set
+    from the environment, not left at its default."""
+    return not _is_default(ctx, param)
 
 
 def _same_model(a: str, b: str) -> bool:

@@ -57,6 +57,7 @@ from alphagate.cli._options import (
     calibrated_deployment,
     check_output_path,
     deployment,
+    given,
     traffic_classes,
     workload,
 )
@@ -209,7 +210,7 @@ def simulate_cmd(
 
     if concurrency and rate:
         fail("give --concurrency or --rate, not both", "--rate")
-    if classes and "alphas" in _given(ctx):
+    if classes and given(ctx, "alphas"):
         fail(
             "--class gives each traffic class its α (or --alpha-from does): drop --alpha, or "
             "drop --class to compare the --alpha values",
@@ -242,7 +243,7 @@ def simulate_cmd(
     )
     wl = workload(prompt_len, output_len, mix)
     if explain_cost:
-        k_list = int_list(ks, "--k", 1, 64) if "k" in _given(ctx) else [1, 2, 3, 4, 5]
+        k_list = int_list(ks, "--k", 1, 64) if given(ctx, "ks") else [1, 2, 3, 4, 5]
         top = max(int_list(concurrency, "--concurrency", 1, 65_536)) if concurrency else 64
         _explain(dep, profile, wl, k_list, top, as_json)
         return
@@ -285,16 +286,6 @@ def simulate_cmd(
         console.print("Calibration: " + "; ".join(result.calibration))
     if plot is not None and not as_json:
         console.print(f"plots written to {plot}/")
-
-
-def _given(ctx: typer.Context) -> set[str]:
-    """Parameters typed on the command line (not defaults)."""
-    out = set()
-    for name in ctx.params:
-        src = ctx.get_parameter_source(name)
-        if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP"):
-            out.add(name)
-    return out
 
 
 def _classes(
