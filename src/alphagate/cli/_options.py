@@ -397,27 +397,23 @@ def calibrated_deployment(
         fail(str(exc), "--calibration")
     fitted = profile.deployment
     for param, flag, field_of in _PROFILE_FLAGS:
-        if param not in ctx.params or _is_default(ctx, param):
+        if param not in ctx.params or not given(ctx, param):
             continue
-        given, want = ctx.params[param], field_of(fitted)
-        if given != want and not (param == "model" and _same_model(str(given), str(want))):
+        typed, want = ctx.params[param], field_of(fitted)
+        if typed != want and not (param == "model" and _same_model(str(typed), str(want))):
             fail(
-                f"{calibration} was fitted for {flag} {want}, not {given}: its coefficients scale "
-                f"that deployment's terms; omit {flag} or calibrate for {given}",
+                f"{calibration} was fitted for {flag} {want}, not {typed}: its coefficients scale "
+                f"that deployment's terms; omit {flag} or calibrate for {typed}",
                 flag,
             )
     return flags.apply(fitted), profile
 
 
-def _is_default(ctx: typer.Context, param: str) -> bool:
-    source = ctx.get_parameter_source(param)
-    return source is None or source.name in ("DEFAULT", "DEFAULT_MAP")
-
-
 def given(ctx: typer.Context, param: str) -> bool:
     """Whether the parameter ``param`` (its Python name) was typed on the command line or set
     from the environment, not left at its default."""
-    return not _is_default(ctx, param)
+    source = ctx.get_parameter_source(param)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 def _same_model(a: str, b: str) -> bool:

@@ -47,10 +47,10 @@ from alphagate.cli._options import (
     StepOverheadOpt,
     TargetScaleOpt,
     TpOpt,
-    _is_default,
     calibrated_deployment,
     check_output_path,
     deployment,
+    given,
     traffic_classes,
     workload,
 )
@@ -199,7 +199,7 @@ def twin_cmd(
             "the class per request), so a served name cannot hold one",
             "--served-model-name",
         )
-    if classes and not _is_default(ctx, "alpha"):
+    if classes and given(ctx, "alpha"):
         fail("--class gives each traffic class its α: drop --alpha (or --class)", "--alpha")
     if os.environ.get("ALPHAGATE_API_KEY") == "" and api_key is None:
         api_key = ""  # an empty variable is a mistake, not "no authentication"
@@ -386,7 +386,7 @@ def _speculative(
     k = cfg.get("num_speculative_tokens")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 64:
         fail("num_speculative_tokens must be an integer in 1..64", "--speculative-config")
-    if ctx.params.get("k") is not None and not _is_default(ctx, "k") and ctx.params["k"] != k:
+    if ctx.params.get("k") is not None and given(ctx, "k") and ctx.params["k"] != k:
         fail(f"--k {ctx.params['k']} and num_speculative_tokens {k} disagree", "--k")
     schedule = cfg.get("num_speculative_tokens_per_batch_size")
     if schedule is not None and (
@@ -398,6 +398,6 @@ def _speculative(
             "--speculative-config",
         )
     named = cfg.get("method")
-    if isinstance(named, str) and named in METHODS and _is_default(ctx, "method"):
+    if isinstance(named, str) and named in METHODS and not given(ctx, "method"):
         method = named  # type: ignore[assignment]
     return k, schedule, method
