@@ -92,9 +92,7 @@ def render_explanation(e: CostExplanation, k_detail: int | None = None) -> Rende
         for f in e.engine:
             facts.add_row(f.name, *(f"{x:,}" for x in f.by_k))
         parts.append(facts)
-        parts.append(
-            Text("\n".join(f"{f.name.split(':')[0]}: {f.effect} ({f.source})." for f in e.engine))
-        )
+        parts.append(Text("\n".join(f"{f.name}: {f.effect} ({f.source})." for f in e.engine)))
     if e.ranges:
         title = (
             "The uncertain constants and their prior ranges (plan and simulate intervals span them)"

@@ -96,48 +96,45 @@ class TermContribution(Frozen):
 class EngineFact(Frozen):
     """A setting of the engine that moves a speculative step, per K: its value and its effect."""
 
-    name: str
-    by_k: list[int] = Field(description="[K]: the figure at each K of the explanation")
+    name: str = Field(description="what the row counts")
+    by_k: list[int] = Field(description="[K]: the figure at each K of the explanation, K = 0 first")
     effect: str
     source: str
 
 
 def engine_facts(cost: StepCostModel, ks: list[int]) -> list[EngineFact]:
-    """The token budget's cap on the decoding batch and the largest batch a CUDA graph holds,
-    at each K (K = 0: without speculation, first)."""
+    """The token budget's cap on the decoding batch, async scheduling, and the largest batch a
+    CUDA graph holds, at each K (K = 0: without speculation, first)."""
     grid = [0, *ks]
     slots = cost.draft_slots
+    off_sync, on_sync = cost.sync_arms
     facts = [
         EngineFact(
-            name=f"max_num_batched_tokens {cost.max_num_batched_tokens:,}: decoding sequences "
-            "one step carries",
+            name=f"sequences a step decodes (budget {cost.max_num_batched_tokens:,})",
             by_k=[decode_capacity(cost.max_num_batched_tokens, k, slots) for k in grid],
-            effect=f"each takes K + 1 tokens{' + 1 draft slot' if slots else ''}; beyond it "
-            "the rest of the batch waits a step (modelled: simulator and closed form)",
-            source="vllm/v1/core/sched/scheduler.py (token and input budget); "
+            effect="each decoding sequence takes K + 1 tokens of max_num_batched_tokens"
+            + (" and one more input slot for the draft model" if slots else "")
+            + "; beyond it the rest of the batch waits a step (simulator and closed form)",
+            source="vllm/v1/core/sched/scheduler.py; "
             "SpeculativeConfig.max_num_new_slots_for_drafting",
-        )
-    ]
-    off_sync, on_sync = cost.sync_arms
-    facts.append(
+        ),
         EngineFact(
-            name="async scheduling (1 = on): the host's scheduling overlaps the forward",
+            name="async scheduling (1 = on)",
             by_k=[int(not (on_sync if k else off_sync)) for k in grid],
-            effect="an arm without it pays sync_step_overhead_s every step (host_sync); vLLM "
-            "turns it off for n-gram drafting on the CPU, or everywhere with "
-            "--no-async-scheduling",
-            source="vllm/config/vllm.py (VllmConfig: async_scheduling default)",
-        )
-    )
+            effect="a server without it pays the host time it hides, sync_step_overhead_s, every "
+            "step (host_sync); vLLM turns it off for n-gram drafting on the CPU, or for both "
+            "with --no-async-scheduling",
+            source="vllm/config/vllm.py, VllmConfig's async_scheduling default",
+        ),
+    ]
     if cost.cudagraph_max_tokens > 0:
         facts.append(
             EngineFact(
-                name=f"CUDA graphs captured up to {cost.cudagraph_max_tokens} tokens: the "
-                "largest batch that runs in one",
+                name=f"largest batch in a CUDA graph (≤ {cost.cudagraph_max_tokens} tokens)",
                 by_k=[cost.cudagraph_max_tokens // (k + 1) for k in grid],
-                effect="a step carries B·(K + 1) tokens, padded to the next capture size; "
-                "past the largest it launches eagerly (modelled: the kernels term)",
-                source="vllm/config/vllm.py (cudagraph_capture_sizes, max_cudagraph_capture_size)",
+                effect="a step's B·(K + 1) tokens are padded to the next capture size; past the "
+                "largest the step launches its kernels eagerly (the kernels term)",
+                source="vllm/config/vllm.py, cudagraph_capture_sizes",
             )
         )
     return facts
