@@ -182,7 +182,7 @@ def test_explain_cost_json_and_table() -> None:
     assert np.asarray(sync["by_batch"]) == pytest.approx(
         np.repeat((1.0 / decode_ms)[:, None], 5, axis=1)  # 1 ms over a decode step, every K
     )
-    assert "Engine settings" in r.output and "max_num_batched_tokens 8,192" in r.output
+    assert "Engine settings" in r.output and "sequences a step decodes (budget 8,192)" in r.output
 
 
 def test_alpha_by_position_alpha_from_and_cost_flags(tmp_path: Path) -> None:
