@@ -1,7 +1,12 @@
 """``alphagate calibrate`` against the real vLLM CPU build: fit the step-time model from the
 baseline at concurrency 1 and 4 and EAGLE-3 at K = 3, concurrency 1 (each with its prefill probe,
-also at concurrency 1), then predict the speculative speedup at concurrency 2 and 8 (K = 3) and at
-K = 2 (concurrency 1), measure them on the same servers, and compare (goal: ±15%).
+also at concurrency 1), then predict the speculative speedup of nine cells it was not fitted on —
+K = 3 at concurrency 2 and 8, K = 2 at 1, K = 1 at 1, 4 and 8, and an untrained EAGLE-3 head (the
+same architecture, a low acceptance) at K = 3 and concurrency 1, 4 and 8 — each with its range
+over the calibrated constants, measure them on the same servers, and compare (goal: ±10–15%).
+vLLM's synthetic acceptance (``rejection_sample_method: "synthetic"``), which would set α without
+a trained drafter, does not run on the CPU build: its rejection sampler's CPU path asserts
+``not SYNTHETIC_MODE`` (``vllm/utils/cpu_triton_utils.py``), so the heads run at their own α.
 
 The terms are computed for the tiny target's own config.json on the machine described as a GPU
 spec (two CPU cores: the roofline's shape — compute-bound from a few tokens on — is what matters;
@@ -96,20 +101,28 @@ def _merge(parts: list[Observation]) -> Observation:
 def test_calibrate_predicts_the_speculative_speedup(
     tiny: Any, logdir: Path, tmp_path: Path
 ) -> None:
-    """The three servers run side by side and take turns level by level, twice, so that the load
+    """The five servers run side by side and take turns level by level, twice, so that the load
     other work puts on the machine falls on the baseline and the candidates alike."""
     data = tmp_path / "code.jsonl"
     data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in CODE_PROMPTS))
     spec3 = {"method": "eagle3", "model": str(tiny.eagle3), "num_speculative_tokens": 3}
     spec2 = {**spec3, "num_speculative_tokens": 2}
-    plan = {"base": (None, 1, 2, 4, 8), "k3": (None, 1, 2, 8), "k2": (1,)}
+    spec1 = {**spec3, "num_speculative_tokens": 1}
+    # the untrained head: the same architecture (so the same profile) at a low acceptance
+    untrained = {**spec3, "model": str(tiny.eagle3_untrained)}
+    plan = {
+        "base": (None, 1, 2, 4, 8), "k3": (None, 1, 2, 8), "k2": (1,), "k1": (1, 4, 8),
+        "u3": (1, 4, 8),
+    }  # fmt: skip
     got: dict[tuple[str, int | None], list[tuple[Observation, float]]] = {}
     with (
         vllm_server(tiny.target, "tiny", None, logdir) as base,
         vllm_server(tiny.target, "tiny", spec3, logdir) as k3,
         vllm_server(tiny.target, "tiny", spec2, logdir) as k2,
+        vllm_server(tiny.target, "tiny", spec1, logdir) as k1,
+        vllm_server(tiny.target, "tiny", untrained, logdir) as u3,
     ):
-        urls = {"base": base.url, "k3": k3.url, "k2": k2.url}
+        urls = {"base": base.url, "k3": k3.url, "k2": k2.url, "k1": k1.url, "u3": u3.url}
         for url in urls.values():  # first sight of each shape compiles: not measured
             _measure(url, 1, data, warmup=4)
         for _ in range(ROUNDS):
@@ -158,14 +171,22 @@ def test_calibrate_predicts_the_speculative_speedup(
         build_cost_model(resolve_deployment(profile.deployment)),
         calibrated_ranges(profile, profile.deployment),
     )
+    # α as a user knows it: the trained head's by position from its K = 3 server at
+    # concurrency 1 (for every K), the untrained head's from its own server there
+    u_alpha = obs[("u3", 1)].alpha_by_pos
+    assert u_alpha is not None
+    held_out = [("K=3, C=2", "k3", 3, 2), ("K=3, C=8", "k3", 3, 8), ("K=2, C=1", "k2", 2, 1)]
+    held_out += [(f"K=1, C={c}", "k1", 1, c) for c in (1, 4, 8)]
+    held_out += [(f"untrained K=3, C={c}", "u3", 3, c) for c in (1, 4, 8)]
     rows = []
-    for name, k, c in (("K=3, C=2", 3, 2), ("K=3, C=8", 3, 8), ("K=2, C=1", 2, 1)):
+    for name, server, k, c in held_out:
+        a = (u_alpha if server == "u3" else alpha)[:k]
         b = obs[("base", c)]
         pb = predict_level(profile, c, 0, None, b.prompt_tokens, b.output_tokens)
-        ps = predict_level(profile, c, k, alpha[:k], b.prompt_tokens, b.output_tokens)
+        ps = predict_level(profile, c, k, a, b.prompt_tokens, b.output_tokens)
         predicted = ps.output_tokens_per_s / pb.output_tokens_per_s
-        measured = tput[(f"k{k}", c)] / tput[("base", c)]
-        cls = (TrafficClass(name="code", share=1.0, alpha_by_pos=tuple(alpha[:k])),)
+        measured = tput[(server, c)] / tput[("base", c)]
+        cls = (TrafficClass(name="code", share=1.0, alpha_by_pos=tuple(a)),)
         wl = WorkloadConfig(
             prompt_len=FixedLength(value=round(float(np.mean(b.prompt_tokens)))),
             output_len=FixedLength(value=OUTPUT),
@@ -181,7 +202,8 @@ def test_calibrate_predicts_the_speculative_speedup(
                 "measured_speedup": measured,
                 "error": predicted / measured - 1.0,
                 "predicted_step_ms": ps.step_ms,
-                "measured_step_ms": obs[(f"k{k}", c)].step_ms,
+                "measured_step_ms": obs[(server, c)].step_ms,
+                "alpha_by_pos": list(a),
                 "predicted_base_step_ms": pb.step_ms,
                 "measured_base_step_ms": b.step_ms,
             }
@@ -202,6 +224,7 @@ def test_calibrate_predicts_the_speculative_speedup(
             ],
             "predictions": rows,
             "alpha_by_pos_k3": list(alpha),
+            "alpha_by_pos_untrained_k3": list(u_alpha),
             "measured": [
                 {"server": n, "c": c, "step_ms": o.step_ms, "ttft_ms": o.ttft_ms,
                  "tokens_per_s": tput[(n, c)], "k": o.k}
