@@ -205,23 +205,40 @@ def _alpha_text(c: TrafficClass) -> str:
     return f"{c.alpha:g}"
 
 
+def _deployment_flags(d: DeploymentConfig) -> list[str]:
+    """The flags that name a deployment: model, GPU, dtypes, method, TP and drafter."""
+    argv = ["--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
+            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
+    if d.tp is not None:
+        argv += ["--tp", str(d.tp)]
+    if d.drafter.checkpoint:
+        argv += ["--draft", d.drafter.checkpoint]
+    return argv
+
+
+def _changed_flags(d: DeploymentConfig, *fields: tuple[str, str]) -> list[str]:
+    """``flag value`` for each (field, flag) whose value differs from the default deployment's."""
+    base, argv = _defaults(), []
+    for field, flag in fields:
+        value = getattr(d, field)
+        if value != getattr(base, field):
+            argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return argv
+
+
 def plan_argv(
     req: PlanRequest, *, alpha_from: list[str], out: str, calibration: str | None = None
 ) -> list[str]:
     """``alphagate plan …`` for the same deployment, traffic and load, with the classes' α read
     from ``alpha_from`` (the measurement) and the step-time coefficients from ``calibration``
     (default: the plan's own), written to ``out``."""
-    d, base = req.deployment, _defaults()
-    argv = ["alphagate", "plan", "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
-            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
-    if d.tp is not None:
-        argv += ["--tp", str(d.tp)]
-    if d.drafter.checkpoint:
-        argv += ["--draft", d.drafter.checkpoint]
+    d = req.deployment
+    argv = ["alphagate", "plan", *_deployment_flags(d)]
     if calibration or req.calibration_file is not None:
         argv += ["--calibration", calibration or str(req.calibration_file)]
     else:
-        for field, flag in (
+        argv += _changed_flags(
+            d,
             ("step_overhead_ms", "--step-overhead-ms"),
             ("per_seq_overhead_us", "--per-seq-overhead-us"),
             ("per_token_overhead_us", "--per-token-overhead-us"),
@@ -230,14 +247,12 @@ def plan_argv(
             ("draft_time_scale", "--draft-time-scale"),
             ("draft_tp", "--draft-tp"),
             ("cudagraph_max_tokens", "--cudagraph-max-tokens"),
-        ):
-            value = getattr(d, field)
-            if value != getattr(base, field):
-                argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    if d.max_num_seqs != base.max_num_seqs:
-        argv += ["--max-num-seqs", str(d.max_num_seqs)]
-    if d.max_num_batched_tokens != base.max_num_batched_tokens:
-        argv += ["--max-num-batched-tokens", str(d.max_num_batched_tokens)]
+        )
+    argv += _changed_flags(
+        d,
+        ("max_num_seqs", "--max-num-seqs"),
+        ("max_num_batched_tokens", "--max-num-batched-tokens"),
+    )
     for c in req.workload.classes:
         # a measurement replaces every α; without one, the α typed stays
         given = not alpha_from and c.source == "given" and c.has_alpha
@@ -278,23 +293,16 @@ def plan_argv(
 
 def calibrate_argv(req: PlanRequest, concurrencies: list[int]) -> list[str]:
     """``alphagate calibrate`` against the baseline and the staging replica for this deployment."""
-    d, base = req.deployment, _defaults()
+    d = req.deployment
     argv = ["alphagate", "calibrate", "--url", req.url, "--url", req.staging_url,
-            "--model", d.model, "--gpu", d.gpu, "--dtype", d.weight_dtype,
-            "--kv-dtype", d.kv_dtype, "--method", d.method]  # fmt: skip
-    if d.tp is not None:
-        argv += ["--tp", str(d.tp)]
-    if d.drafter.checkpoint:
-        argv += ["--draft", d.drafter.checkpoint]
-    for field, flag in (
+            *_deployment_flags(d)]  # fmt: skip
+    argv += _changed_flags(
+        d,
         ("draft_tp", "--draft-tp"),
         ("max_num_seqs", "--max-num-seqs"),
         ("max_num_batched_tokens", "--max-num-batched-tokens"),
         ("cudagraph_max_tokens", "--cudagraph-max-tokens"),
-    ):
-        value = getattr(d, field)
-        if value != getattr(base, field):
-            argv += [flag, str(value)]
+    )
     if req.served_model:
         argv += ["--served-model", req.served_model]
     levels = ",".join(str(c) for c in sorted({1, *concurrencies}))
