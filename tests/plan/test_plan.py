@@ -205,12 +205,15 @@ def test_no_duplicate_columns_when_target_is_the_peak(tmp_path: Path) -> None:
 
 
 def test_every_alphagate_command_the_plan_prints_parses() -> None:
-    """Each `alphagate …` line of every stage is a registered verb whose flags parse."""
+    """Each `alphagate …` line of every stage is a registered verb whose flags parse — with the
+    engine's limits too, which the re-plan and calibrate commands repeat."""
     group = typer.main.get_command(app)
     seen = 0
+    limits = ["--max-num-seqs", "128", "--max-num-batched-tokens", "4096"]
     for args in (
         [*MIX, "--concurrency", "64", "--peak-concurrency", "256"],
         [*MIX, "--concurrency", "256"],
+        [*MIX, "--concurrency", "64", "--peak-concurrency", "128", *limits],
     ):
         d = _plan(*args)
         texts = (
@@ -226,6 +229,8 @@ def test_every_alphagate_command_the_plan_prints_parses() -> None:
                 assert sub is not None, cmd
                 sub.make_context(argv[0], argv[1:])
                 seen += 1
+                if "--max-num-seqs" in args and argv[0] == "plan":
+                    assert " ".join(limits) in cmd, cmd
     assert seen >= 3
 
 
