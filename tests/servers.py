@@ -29,6 +29,14 @@ from alphagate.twin.background import serve_in_thread, twin_in_thread
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine
 
+#: what the gate says of an A/B that measured a client or twin falling behind (bench/validity.py)
+DISTORTED = "the A/B measured its client or server falling behind"
+#: how many times a test that needs an undistorted A/B does what the gate then says, "rerun": on a
+#: loaded 2-core machine about one A/B in three is distorted (a 50 ms stall of the twin's loop, or
+#: the client reading 6% of its chunks late); four tries in a row are all distorted about one time
+#: in eighty
+RERUNS = 3
+
 
 def serve(app: web.Application) -> AbstractContextManager[str]:
     """Run ``app`` on 127.0.0.1:<free port> in a thread; yields the base URL."""

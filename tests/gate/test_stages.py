@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.servers import free_port
+from tests.servers import DISTORTED, RERUNS, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
@@ -44,14 +44,13 @@ LENGTHS = ["--prompt-len", "uniform:300:500", "--output-len", "uniform:24:48"]
 #: than the few per cent by which speculation moves it at concurrency 8. (The default, "not
 #: worse", is the plan's own tests' subject; a real engine's longer runs resolve it.)
 BUDGET = ["--p99-budget", "1.5"]
-#: the twin stands in for the GPU server: Llama-3.1-8B BF16 on one H100 at half speed
-TWIN = ["--model", "llama-3.1-8b", "--time-scale", "0.5", "--log-stats-interval", "0",
+#: the twin stands in for the GPU server: Llama-3.1-8B BF16 on one H100, at its modelled speed
+#: (a faster twin's chunk gaps of ~4 ms are read late, together, on a loaded machine)
+TWIN = ["--model", "llama-3.1-8b", "--time-scale", "1", "--log-stats-interval", "0",
         *LENGTHS, "--seed", "1"]  # fmt: skip
 PLAN = ["--model", "llama-3.1-8b", "--gpu", "h100", "--method", "eagle3", *LENGTHS,
         "--concurrency", "8", "--served-model", "tiny", *BUDGET]  # fmt: skip
 SHORTEN = {"--interval": "1", "--duration": "3"}
-#: what the gate says of an A/B that measured a client or twin falling behind (bench/validity.py)
-DISTORTED = "the A/B measured its client or server falling behind"
 
 
 def _traffic(path: Path, shares: dict[str, float], n: int = 200) -> None:
@@ -223,7 +222,7 @@ def _run_all(r: Rollout, markdown: Path, expect: dict[str, int], *, keep: bool =
     """Every block's commands in order; each alphagate command exits 0 unless ``expect`` names
     its subcommand (gate) with another code. The twins stop at the end unless ``keep``."""
     blocks = _blocks(markdown.read_text())
-    retried = False
+    reruns = 0
     try:
         for title, lines in blocks:
             for line in lines:
@@ -232,16 +231,16 @@ def _run_all(r: Rollout, markdown: Path, expect: dict[str, int], *, keep: bool =
                     continue
                 verb = shlex.split(line)[1]
                 want = expect.get(verb, 0)
-                if (
+                while (
                     verb == "gate"
                     and step.exit_code == 3
                     and DISTORTED in step.output
-                    and not retried
+                    and reruns < RERUNS
                 ):
                     # the gate found the A/B distorted by a loaded machine and says "rerun": do
-                    # what it says once — Stage 2's commands again (the bench appends a new run),
-                    # then the same gate
-                    retried = True
+                    # what it says — Stage 2's commands again (the bench appends a new run), then
+                    # the same gate
+                    reruns += 1
                     for again in next(ls for t, ls in blocks if t.startswith("Stage 2")):
                         redo = r.run(again, "Stage 2 (rerun)")
                         assert redo is None or redo.exit_code == 0, redo
