@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' port 
 
 import numpy as np
 
-from alphagate.measure.offline_ngram import TokenBatch, replay_ngram
+from alphagate.measure.offline.ngram import TokenBatch, replay_ngram
 
 PROMPT, OUTPUT, REQUESTS, VOCAB, K = 512, 256, 2000, 32_000, 4
 

@@ -64,7 +64,8 @@ def main() -> None:
     if not (root / "DONE.json").exists():
         print(f"skipped: the tiny models are not built ({root}); run `make test-vllm` once")
         return
-    from alphagate.measure.offline import OfflineConfig, measure_offline
+    from alphagate.measure.offline.config import OfflineConfig
+    from alphagate.measure.offline.run import measure_offline
 
     log = Path(tempfile.mkdtemp()) / "log.jsonl"
     _log(root, log)
@@ -113,9 +114,10 @@ def _steady(cfg: object, log: Path) -> dict[str, float]:
     actors of one local Ray instance."""
     import ray
 
-    from alphagate.measure.offline import OfflineConfig, load, score_batch
-    from alphagate.measure.offline_logs import read_logs
-    from alphagate.measure.offline_ray import Scorer, dispatch
+    from alphagate.measure.offline.config import OfflineConfig
+    from alphagate.measure.offline.ray import Scorer, dispatch
+    from alphagate.measure.offline.requests import read_logs
+    from alphagate.measure.offline.score import load, score_batch
 
     assert isinstance(cfg, OfflineConfig)
     reqs = read_logs([log]).requests

@@ -88,8 +88,10 @@ def main() -> None:
             _serve(srv.url, "spec", prompts, 4, None)  # warm-up: every prompt's shapes
             served = _serve(srv.url, "spec", prompts, OUTPUT, None)
             one_by_one = _serve(srv.url, "spec", prompts, OUTPUT, None, conc=1)
-    from alphagate.measure.offline import OfflineConfig, measure_offline
-    from alphagate.measure.offline_models import DrafterSpec, load_models
+    from alphagate.measure.offline.config import OfflineConfig
+    from alphagate.measure.offline.proposers import DrafterSpec
+    from alphagate.measure.offline.replay import load_models
+    from alphagate.measure.offline.run import measure_offline
 
     t0 = time.perf_counter()
     spec_ = DrafterSpec("eagle3", str(root / "eagle3"))

@@ -411,7 +411,9 @@ def test_offline_checkpoints(tmp_path: Path) -> None:
 
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from alphagate.measure.offline import OfflineConfig, load, measure_offline
+    from alphagate.measure.offline.config import OfflineConfig
+    from alphagate.measure.offline.run import measure_offline
+    from alphagate.measure.offline.score import load
     from alphagate.measure.results import MeasureError
     from tests.measure.offline_fixtures import build, greedy_log
 

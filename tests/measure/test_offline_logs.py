@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from alphagate.measure.offline_logs import parse_class_rule, read_logs, sample
+from alphagate.measure.offline.requests import parse_class_rule, read_logs, sample
 from alphagate.measure.results import MeasureError
 
 

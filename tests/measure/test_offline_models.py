@@ -11,8 +11,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from alphagate.measure.offline import OfflineConfig, measure_offline  # noqa: E402
-from alphagate.measure.offline_models import DrafterSpec, load_models  # noqa: E402
+from alphagate.measure.offline.config import OfflineConfig  # noqa: E402
+from alphagate.measure.offline.proposers import DrafterSpec, DraftModelProposer  # noqa: E402
+from alphagate.measure.offline.replay import load_models  # noqa: E402
+from alphagate.measure.offline.run import measure_offline  # noqa: E402
 from alphagate.measure.results import MeasureError  # noqa: E402
 from tests.measure.offline_fixtures import Tiny, build, greedy_log, reference_counts  # noqa: E402
 
@@ -238,4 +240,4 @@ def test_a_draft_model_whose_weights_are_another_architecture_is_refused(tiny: T
     assert "do not fit its architecture" in msg and "missing" in msg and "fc.weight" in msg
     assert "--drafter eagle3:PATH" in msg
     models = load_models(str(tiny.target), DrafterSpec("draft_model", str(tiny.draft)))
-    assert models.draft is not None  # a draft model with its own weights loads
+    assert isinstance(models.proposer, DraftModelProposer)  # its own weights: it loads

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import alphagate.measure.offline_ngram as ng
-from alphagate.measure.offline_ngram import TokenBatch, ngram_drafts, propose_one
+import alphagate.measure.offline.ngram as ng
+from alphagate.measure.offline.ngram import TokenBatch, ngram_drafts, propose_one
 from tests.measure.vllm_ngram_port import vllm_find_longest_matched_ngram_and_propose_tokens as vllm
 
 

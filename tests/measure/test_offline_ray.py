@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from alphagate.measure.offline import OfflineConfig, measure_offline
+from alphagate.measure.offline.config import OfflineConfig
+from alphagate.measure.offline.run import measure_offline
 from alphagate.measure.results import MeasureError
 from tests.conftest import Cli
 from tests.measure.offline_fixtures import Tiny, build, greedy_log

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from alphagate import theory
-from alphagate.measure.offline_walk import WalkCounts, greedy_run, walk_expected, walk_greedy
+from alphagate.measure.offline.walk import WalkCounts, greedy_run, walk_expected, walk_greedy
 
 
 def _loop(run: np.ndarray, length: np.ndarray, nc: np.ndarray, k: int) -> list[tuple[int, ...]]:

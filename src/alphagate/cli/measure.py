@@ -26,7 +26,7 @@ from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 from alphagate.cli._options import check_no_overwrite, check_output_path
 
 if TYPE_CHECKING:
-    from alphagate.measure.offline import OfflineConfig
+    from alphagate.measure.offline.config import OfflineConfig
     from alphagate.measure.results import MeasureResult
 
 measure_app = typer.Typer(
@@ -456,7 +456,8 @@ def offline(
     """
     from pydantic import ValidationError
 
-    from alphagate.measure.offline import OfflineConfig, measure_offline, parse_drafter
+    from alphagate.measure.offline.config import OfflineConfig, parse_drafter
+    from alphagate.measure.offline.run import measure_offline
     from alphagate.measure.results import MeasureError
     from alphagate.report.offline import render_offline
 

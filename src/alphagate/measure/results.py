@@ -10,7 +10,7 @@ from pydantic import Field
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen, Results
 from alphagate.measure.estimate import AcceptanceEstimate
-from alphagate.measure.offline_results import OfflineDetails
+from alphagate.measure.offline.results import OfflineDetails
 
 __all__ = ["MeasureError", "MeasureResult", "SeriesPoint"]
 

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from alphagate.core.fmt import num
-from alphagate.measure.offline_results import OfflineClass, OfflineDetails
+from alphagate.measure.offline.results import OfflineClass, OfflineDetails
 from alphagate.measure.results import MeasureResult
 from alphagate.report._tables import add_columns, new_table
 from alphagate.report.measure import _ci, _estimate_table, _v

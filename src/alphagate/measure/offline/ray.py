@@ -28,8 +28,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from alphagate.measure.offline import OfflineConfig, RequestCounts, load, score_batch
-from alphagate.measure.offline_logs import LoggedRequest
+from alphagate.measure.offline.config import OfflineConfig
+from alphagate.measure.offline.requests import LoggedRequest
+from alphagate.measure.offline.score import RequestCounts, load, score_batch
 from alphagate.measure.results import MeasureError
 
 __all__ = ["Scorer", "dispatch", "score_on_ray"]

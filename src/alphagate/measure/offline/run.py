@@ -5,7 +5,7 @@ every context), walk the engine's steps for every K, and sum vLLM's counters per
 Phases: (1) read and sample the log; (2) load the models; (3) per batch of requests, in log
 order: encode and score each, walk them together — each finished batch is appended to the
 checkpoint, so a long run resumes where it stopped; with ``--ray`` the batches are shared out
-to Ray actors that each load the models once (:mod:`alphagate.measure.offline_ray`), and each
+to Ray actors that each load the models once (:mod:`alphagate.measure.offline.ray`), and each
 request comes back with its counts, not averages; (4) summarise per class and overall, in log
 order, with intervals by bootstrap over requests.
 The same seed gives the same numbers, resumed or not: every request draws from its own seeded
@@ -23,37 +23,25 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from alphagate.core.errors import validation_problem
-from alphagate.core.records import Frozen
-from alphagate.measure.offline_logs import (
-    LoggedRequest,
-    parse_class_rule,
-    read_logs,
-    sample,
-)
-from alphagate.measure.offline_results import OfflineClass, OfflineDetails, Skipped
-from alphagate.measure.offline_stats import BOOTSTRAP, summarize
-from alphagate.measure.offline_walk import WalkCounts, walk_expected, walk_greedy
+from alphagate.measure.offline.config import OfflineConfig
+from alphagate.measure.offline.requests import parse_class_rule, read_logs, sample
+from alphagate.measure.offline.results import OfflineClass, OfflineDetails, Skipped
+from alphagate.measure.offline.score import RequestCounts, load, score_batch
+from alphagate.measure.offline.stats import summarize
+from alphagate.measure.offline.walk import WalkCounts
 from alphagate.measure.results import MeasureError, MeasureResult
 
-__all__ = [
-    "OfflineConfig",
-    "RequestCounts",
-    "load",
-    "measure_offline",
-    "parse_drafter",
-    "score_batch",
-]
+if TYPE_CHECKING:
+    from alphagate.measure.offline.replay import Models
+
+__all__ = ["Progress", "measure_offline"]
 
 Progress = Callable[[int, int, int], None]  # requests done, requests in all, tokens done
 _AGREEMENT_WARN = 0.999
@@ -61,292 +49,6 @@ _AGREEMENT_WARN = 0.999
 _NOT_ITS_OWN = 0.9
 #: requests scored before their walks run together (and their checkpoint lines are written)
 _WALK_BATCH = 16
-
-
-class OfflineConfig(Frozen):
-    """One offline measurement, validated once."""
-
-    logs: tuple[Path, ...] = Field(min_length=1)
-    target: str
-    tokenizer: str | None = None
-    drafter: Literal["ngram", "draft_model", "eagle3"]
-    drafter_path: str | None = None
-    prompt_lookup_min: int = Field(default=2, ge=1)
-    prompt_lookup_max: int = Field(default=5, ge=1)
-    k: int = Field(default=3, ge=1, le=32)
-    k_max: int | None = Field(default=None, ge=1, le=32, description="default: K")
-    class_field: str | None = None
-    class_rules: tuple[str, ...] = ()
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = Field(default=0, ge=0)
-    draft_sampling: Literal["greedy", "probabilistic"] = "greedy"
-    sample: int | None = Field(default=None, ge=1)
-    seed: int = 0
-    regenerate: bool = False
-    device: str = "auto"
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    max_model_len: int | None = Field(default=None, ge=8)
-    threads: int | None = Field(default=None, ge=1, description="torch CPU threads")
-    checkpoint: Path | None = None
-    resamples: int = Field(default=BOOTSTRAP, ge=0)
-    ray: str | None = Field(default=None, description="score on Ray: 'local' or a cluster address")
-    ray_workers: int | None = Field(default=None, ge=1, description="default: one per CPU / GPU")
-
-    @model_validator(mode="after")
-    def _check(self) -> OfflineConfig:
-        if self.k_max is not None and self.k_max < self.k:
-            raise ValueError(f"--k-max {self.k_max} is below --k {self.k}")
-        if self.drafter != "ngram" and not self.drafter_path:
-            raise ValueError(f"--drafter {self.drafter} needs a path: {self.drafter}:PATH")
-        if self.prompt_lookup_min > self.prompt_lookup_max:
-            raise ValueError("prompt_lookup_min is above prompt_lookup_max")
-        if self.ray_workers is not None and self.ray is None:
-            raise ValueError("--ray-workers needs --ray (local or a cluster address)")
-        if self.ray is not None and not self.ray.strip():
-            raise ValueError("--ray: expected local or a cluster address (HOST:PORT)")
-        return self
-
-    @property
-    def kmax(self) -> int:
-        return self.k_max or self.k
-
-    def drafter_label(self) -> str:
-        if self.drafter == "ngram":
-            return f"ngram(prompt_lookup_min={self.prompt_lookup_min}, prompt_lookup_max={self.prompt_lookup_max})"
-        return f"{self.drafter} {self.drafter_path}"
-
-    def fingerprint(self) -> str:
-        """What a checkpoint must match to be resumed: everything that changes a request's counts."""
-        return f"{zlib.crc32(json.dumps(self.settings(), sort_keys=True).encode()):08x}"
-
-    def settings(self) -> dict[str, Any]:
-        """The settings the fingerprint is of (kept in the checkpoint's head line)."""
-        return self.model_dump(
-            mode="json",
-            exclude={
-                "checkpoint",
-                "resamples",
-                "device",
-                "threads",
-                "class_field",
-                "class_rules",
-                "ray",
-                "ray_workers",
-            },
-        )
-
-
-def parse_drafter(spec: str) -> dict[str, Any]:
-    """``ngram``, ``ngram:MIN:MAX``, ``draft_model:PATH`` or ``eagle3:PATH`` → config fields."""
-    method, _, rest = spec.partition(":")
-    if method == "ngram":
-        if not rest:
-            return {"drafter": "ngram"}
-        parts = rest.split(":")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise MeasureError(f"--drafter {spec!r}: expected ngram:MIN:MAX (prompt lookup window)")
-        return {
-            "drafter": "ngram",
-            "prompt_lookup_min": int(parts[0]),
-            "prompt_lookup_max": int(parts[1]),
-        }
-    if method in ("draft_model", "eagle3"):
-        if not rest:
-            raise MeasureError(f"--drafter {spec!r}: expected {method}:PATH")
-        return {"drafter": method, "drafter_path": rest}
-    if method == "eagle":
-        raise MeasureError("--drafter eagle (EAGLE-1 heads) is not supported yet; eagle3 is")
-    raise MeasureError(
-        f"--drafter {spec!r}: expected ngram, ngram:MIN:MAX, draft_model:PATH or eagle3:PATH"
-    )
-
-
-@dataclass(frozen=True)
-class RequestCounts:
-    """One scored request: its counters (one row of :class:`WalkCounts`) and what it held."""
-
-    key: str  # file:line
-    cls: str | None
-    prompt_tokens: int
-    output_tokens: int
-    agree: int
-    truncated: bool
-    retokenized: bool
-    counts: WalkCounts | None  # None: the request could not be used (see ``problem``)
-    problem: str | None = None
-
-    def to_json(self) -> str:
-        c = self.counts
-        return json.dumps(
-            {
-                "key": self.key,
-                "cls": self.cls,
-                "prompt_tokens": self.prompt_tokens,
-                "output_tokens": self.output_tokens,
-                "agree": self.agree,
-                "truncated": self.truncated,
-                "retokenized": self.retokenized,
-                "problem": self.problem,
-                "counts": None
-                if c is None
-                else {f: getattr(c, f)[0].tolist() for f in WalkCounts.__dataclass_fields__},
-            }
-        )
-
-    @classmethod
-    def from_json(cls, line: str, k_max: int) -> RequestCounts:
-        """A checkpoint line back; ``ValueError`` for one that is not a request scored with
-        ``k_max`` (not JSON, a field missing or of another type, counts of another shape)."""
-        try:
-            d = _CheckpointLine.model_validate_json(line)
-        except ValidationError as exc:
-            raise ValueError(validation_problem(exc, where="")) from None
-        counts = None
-        if d.counts is not None:
-            shapes = _count_shapes(k_max)
-            if set(d.counts) != set(shapes):
-                raise ValueError("counts: not the fields of a scored request")
-            arrays = {}
-            for f, shape in shapes.items():
-                a = np.asarray(d.counts[f], dtype=np.float64)
-                if a.shape != shape or not np.all(np.isfinite(a)) or np.any(a < 0):
-                    raise ValueError(f"counts.{f}: not {shape} counts ≥ 0 (another --k-max?)")
-                arrays[f] = a[None]
-            counts = WalkCounts(**arrays)
-        return cls(
-            d.key,
-            d.cls,
-            d.prompt_tokens,
-            d.output_tokens,
-            d.agree,
-            d.truncated,
-            d.retokenized,
-            counts,
-            d.problem,
-        )
-
-
-class _CheckpointLine(Frozen):
-    """One scored request as the checkpoint holds it (read back strictly)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-    key: str
-    cls: str | None
-    prompt_tokens: int = Field(ge=0)
-    output_tokens: int = Field(ge=0)
-    agree: int = Field(ge=0)
-    truncated: bool
-    retokenized: bool
-    problem: str | None
-    counts: dict[str, list[Any]] | None
-
-
-def _count_shapes(k_max: int) -> dict[str, tuple[int, ...]]:
-    """The shape of each of a request's counters (one row of :class:`WalkCounts`)."""
-    return {
-        "drafts": (k_max,),
-        "draft_tokens": (k_max,),
-        "accepted": (k_max,),
-        "accepted_per_pos": (k_max, k_max),
-        "histogram": (k_max, k_max + 1),
-    }
-
-
-def _request_seed(seed: int, r: LoggedRequest) -> int:
-    ss = np.random.SeedSequence([seed, r.line, zlib.crc32(r.source.encode())])
-    return int(ss.generate_state(1)[0])
-
-
-def _score(models: Any, r: LoggedRequest, cfg: OfflineConfig) -> RequestCounts | Any:
-    """One request scored (a :class:`~alphagate.measure.offline_models.Scored`, walked later
-    with its batch), or the :class:`RequestCounts` of a request that cannot be used."""
-    from alphagate.measure.offline_models import Sampling, encode, score_request
-
-    enc = encode(r, models.tokenizer, models.max_model_len, cfg.kmax)
-    if enc is None:
-        return RequestCounts(
-            r.where, r.cls, 0, 0, 0, False, False, None, "prompt longer than the context"
-        )
-    if enc.output.size == 0:
-        return RequestCounts(
-            r.where,
-            r.cls,
-            int(enc.prompt.size),
-            0,
-            0,
-            enc.truncated,
-            enc.retokenized,
-            None,
-            "empty output",
-        )
-    s = Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.draft_sampling)
-    return score_request(
-        models, enc, cfg.kmax, s, _request_seed(cfg.seed, r), regenerate=cfg.regenerate
-    )
-
-
-def load(cfg: OfflineConfig) -> Any:
-    """The models of a run (:func:`~alphagate.measure.offline_models.load_models`)."""
-    from alphagate.measure.offline_models import DrafterSpec, load_models
-
-    spec = DrafterSpec(cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max)
-    return load_models(
-        cfg.target,
-        spec,
-        tokenizer=cfg.tokenizer,
-        device=cfg.device,
-        dtype=cfg.dtype,
-        max_model_len=cfg.max_model_len,
-        threads=cfg.threads,
-    )
-
-
-def score_batch(models: Any, part: list[LoggedRequest], cfg: OfflineConfig) -> list[RequestCounts]:
-    """Score requests (in this process, or in a Ray worker) and walk them together: a
-    request's counters do not depend on which batch, process or machine scored it."""
-    return _walk([(r, _score(models, r, cfg)) for r in part], cfg)
-
-
-def _walk(batch: list[tuple[LoggedRequest, Any]], cfg: OfflineConfig) -> list[RequestCounts]:
-    """Walk a batch of scored requests at once (the walks are array code over requests, so one
-    call for many requests costs about what one call for one request does; each request's
-    counters are the same as walked alone) and pair each with its request."""
-    from alphagate.measure.offline_models import Encoded, Scored
-
-    scored = [(r, sc) for r, sc in batch if isinstance(sc, Scored)]
-    counts: WalkCounts | None = None
-    if scored:
-        nc = np.asarray([sc.num_contexts for _, sc in scored], dtype=np.int64)
-        length = np.concatenate([sc.length for _, sc in scored])
-        if all(sc.run is not None for _, sc in scored):
-            run = np.concatenate([sc.run for _, sc in scored if sc.run is not None])
-            counts = walk_greedy(run, length, nc, cfg.kmax)
-        else:
-            acc = np.concatenate([sc.accept for _, sc in scored if sc.accept is not None])
-            counts = walk_expected(acc, length, nc, cfg.kmax)
-    out: list[RequestCounts] = []
-    i = 0
-    for r, sc in batch:
-        if not isinstance(sc, Scored):
-            out.append(sc)
-            continue
-        assert counts is not None and isinstance(sc.encoded, Encoded)
-        out.append(
-            RequestCounts(
-                r.where,
-                r.cls,
-                sc.prompt_tokens,
-                sc.output_tokens,
-                sc.agree,
-                sc.encoded.truncated,
-                sc.encoded.retokenized,
-                counts.take(np.asarray([i])),
-            )
-        )
-        i += 1
-    return out
 
 
 def _load_checkpoint(path: Path, cfg: OfflineConfig) -> tuple[dict[str, RequestCounts], list[str]]:
@@ -467,10 +169,10 @@ def _semantics(cfg: OfflineConfig) -> str:
 
 
 def measure_offline(
-    cfg: OfflineConfig, *, on_progress: Progress | None = None, models: Any = None
+    cfg: OfflineConfig, *, on_progress: Progress | None = None, models: Models | None = None
 ) -> MeasureResult:
     """Run the whole measurement (see the module docstring). ``models`` (from
-    :func:`~alphagate.measure.offline_models.load_models`) may be passed in to reuse them."""
+    :func:`~alphagate.measure.offline.replay.load_models`) may be passed in to reuse them."""
     t0 = time.perf_counter()
     rules = tuple(parse_class_rule(r) for r in cfg.class_rules)
     read = read_logs(list(cfg.logs), class_field=cfg.class_field, class_rules=rules)
@@ -518,7 +220,7 @@ def measure_offline(
         if cfg.ray is not None and todo:
             if models is not None:
                 raise MeasureError("with --ray each Ray worker loads the models: pass none")
-            from alphagate.measure.offline_ray import score_on_ray
+            from alphagate.measure.offline.ray import score_on_ray
 
             score_on_ray(cfg, todo, finished)
         elif todo:

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate
-from alphagate.measure.offline_results import OfflineClass, OfflineK
-from alphagate.measure.offline_walk import WalkCounts
+from alphagate.measure.offline.results import OfflineClass, OfflineK
+from alphagate.measure.offline.walk import WalkCounts
 from alphagate.theory.acceptance import alpha_from_draft_acceptance_rate
 
 __all__ = ["BOOTSTRAP", "summarize"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.measure.offline_walk import WalkCounts, greedy_run, walk_greedy
+from alphagate.measure.offline.walk import WalkCounts, greedy_run, walk_greedy
 
 __all__ = ["Drafts", "TokenBatch", "ngram_drafts", "propose_one", "replay_ngram"]
 

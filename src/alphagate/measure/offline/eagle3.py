@@ -1,0 +1,333 @@
+"""An EAGLE-3 head in vLLM's ``LlamaForCausalLMEagle3`` format (``vllm/model_executor/models/
+llama_eagle3.py``; Li et al. 2025, "EAGLE-3"), or the ``speculators`` format vLLM also reads (the
+layer's settings under ``transformer_layer_config``).
+
+The config is parsed by a pure function (:func:`eagle3_config`) that refuses what the head here
+does not implement; :class:`Eagle3Head` holds the weights, the teacher pass and the chain unroll.
+Its first draft at context T reads ``fc(aux[T−2])`` and the token at T − 1 (vLLM's ``propose``
+shifts the tokens by one), with a KV cache written from the target's features at every earlier
+position. Later drafts feed the head its *own* output hidden state (``hidden_prenorm``) and the
+previous draft token: each chain is unrolled K − 1 more head steps from its start, all starts of
+a request batched, attending to the teacher cache up to T − 2 and to the chain's own entries —
+not teacher-forced with target features at every position, which is a different (and
+optimistic) quantity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from safetensors.torch import load_file
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+from alphagate.measure.offline.models import CausalLM, read_config, rms_norm
+from alphagate.measure.results import MeasureError
+
+__all__ = ["ChainScore", "Eagle3Config", "Eagle3Head", "eagle3_config"]
+
+IntArray = npt.NDArray[np.int64]
+#: ``score(step, rows, normed) -> keep``: a chain step's normed outputs for the contexts ``rows``;
+#: which of them to continue
+ChainScore = Callable[[int, IntArray, torch.Tensor], npt.NDArray[np.bool_]]
+#: chain starts unrolled together (attention scores are [starts, heads, context])
+_CHAIN_CHUNK = 128
+#: where the messages point
+_WHAT = "--drafter eagle3"
+_ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings")
+
+
+@dataclass(frozen=True)
+class Eagle3Config:
+    """What an EAGLE-3 head's ``config.json`` says, checked against its target."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    eps: float
+    vocab: int
+    draft_vocab: int
+    target_hidden: int
+    aux_ids: tuple[int, ...]
+    norm_before_residual: bool
+    norm_output: bool
+    rope: dict[str, Any]  # the rotary settings LlamaConfig takes
+
+    @property
+    def fc_shape(self) -> tuple[int, int]:
+        return self.hidden, len(self.aux_ids) * self.target_hidden
+
+
+def eagle3_config(
+    raw: dict[str, Any], *, target_hidden: int, target_layers: int, target_vocab: int
+) -> Eagle3Config:
+    """A head's config (``config.json`` as read) against its target; :class:`MeasureError`
+    naming the field for a head that does not fit it or that the head here does not implement.
+    vLLM's defaults: aux layers (2, L // 2, L − 3) (``llama_eagle3.py``), vocabulary and hidden
+    size those of the target."""
+    layer = raw.get("transformer_layer_config")  # the "speculators" format
+    c = (
+        {**layer, **{k: v for k, v in raw.items() if k != "transformer_layer_config"}}
+        if isinstance(layer, dict)
+        else raw
+    )
+    try:
+        if int(c.get("num_hidden_layers", 1)) != 1:
+            raise MeasureError(
+                f"{_WHAT}: num_hidden_layers = {c['num_hidden_layers']}: only one-layer heads "
+                "are supported"
+            )
+        hidden, heads = int(c["hidden_size"]), int(c["num_attention_heads"])
+        vocab = int(c.get("vocab_size", target_vocab))
+        head_hidden = int(c.get("target_hidden_size") or hidden)
+        eagle = c.get("eagle_config") or {}
+        ids = c.get("eagle_aux_hidden_state_layer_ids") or eagle.get(
+            "eagle_aux_hidden_state_layer_ids"
+        )
+        aux_ids = tuple(int(i) for i in ids) if ids else (2, target_layers // 2, target_layers - 3)
+        cfg = Eagle3Config(
+            hidden=hidden,
+            heads=heads,
+            kv_heads=int(c.get("num_key_value_heads", heads)),
+            head_dim=int(c.get("head_dim") or hidden // heads),
+            eps=float(c.get("rms_norm_eps", 1e-6)),
+            vocab=vocab,
+            draft_vocab=int(c.get("draft_vocab_size") or vocab),
+            target_hidden=head_hidden,
+            aux_ids=aux_ids,
+            norm_before_residual=bool(c.get("norm_before_residual", False)),
+            norm_output=bool(c.get("norm_output", False)),
+            rope={k: c[k] for k in _ROPE_KEYS if c.get(k) is not None},
+        )
+    except KeyError as exc:
+        raise MeasureError(f"{_WHAT}: config.json has no {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise MeasureError(f"{_WHAT}: config.json: {exc}") from None
+    if vocab != target_vocab:
+        raise MeasureError(
+            f"{_WHAT}: vocab_size {vocab} ≠ the target's {target_vocab} (config.json)"
+        )
+    if head_hidden != target_hidden:
+        field = "target_hidden_size" if c.get("target_hidden_size") else "hidden_size"
+        raise MeasureError(
+            f"{_WHAT}: {field} {head_hidden} ≠ the target's hidden_size {target_hidden} "
+            "(config.json)"
+        )
+    if any(not 0 <= i <= target_layers for i in aux_ids):
+        raise MeasureError(
+            f"{_WHAT}: eagle_aux_hidden_state_layer_ids {list(aux_ids)} outside the target's "
+            f"0..{target_layers}"
+        )
+    if eagle.get("use_aux_hidden_state", True) is False:
+        raise MeasureError(f"{_WHAT}: use_aux_hidden_state = false is not supported")
+    if eagle.get("norm_before_fc", c.get("norm_before_fc", False)) or c.get("fc_norm"):
+        raise MeasureError(f"{_WHAT}: norm_before_fc / fc_norm heads are not supported")
+    return cfg
+
+
+def _weights(path: str) -> dict[str, torch.Tensor]:
+    """The head's tensors by vLLM's names (``midlayer.`` is ``layers.0.``, no ``model.``)."""
+    files = sorted(Path(path).glob("*.safetensors"))
+    if not files:
+        raise MeasureError(f"{_WHAT}: no *.safetensors weights in {path}")
+    w: dict[str, torch.Tensor] = {}
+    for f in files:
+        w.update(load_file(str(f)))
+    return {k.removeprefix("model.").replace("midlayer.", "layers.0."): v for k, v in w.items()}
+
+
+class Eagle3Head:
+    """An EAGLE-3 head in vLLM's format, with the teacher pass and the chain unroll."""
+
+    def __init__(self, path: str, target: CausalLM, device: str, dtype: torch.dtype) -> None:
+        tc = target.config
+        self.cfg = cfg = eagle3_config(
+            read_config(path, _WHAT),
+            target_hidden=int(tc.hidden_size),
+            target_layers=target.num_layers,
+            target_vocab=target.vocab_size,
+        )
+        self.device, self.dtype = device, dtype
+        self.aux_ids = cfg.aux_ids
+        w = _weights(path)
+
+        def get(name: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+            if name not in w:
+                raise MeasureError(f"{_WHAT}: weight {name!r} missing from {path}")
+            t = w[name]
+            if shape is not None and tuple(t.shape) != shape:
+                raise MeasureError(f"{_WHAT}: {name} is {tuple(t.shape)}, expected {shape}")
+            return t.to(device=device, dtype=dtype)
+
+        h, p = cfg.hidden, "layers.0."
+        self.fc = get("fc.weight", cfg.fc_shape)
+        self.q, self.k, self.v, self.o = (get(f"{p}self_attn.{n}_proj.weight") for n in "qkvo")
+        if self.q.shape[1] != 2 * h:
+            raise MeasureError(
+                f"{_WHAT}: {p}self_attn.q_proj.weight reads {self.q.shape[1]} features, expected "
+                f"2 × hidden_size = {2 * h}"
+            )
+        self.gate, self.up, self.down = (
+            get(f"{p}mlp.{n}_proj.weight") for n in ("gate", "up", "down")
+        )
+        self.input_norm = get(f"{p}input_layernorm.weight")
+        self.hidden_norm = get(f"{p}hidden_norm.weight")
+        self.post_norm = get(f"{p}post_attention_layernorm.weight")
+        self.norm = get("norm.weight")
+        self.to_target = self._draft_map(w, path)
+        self.lm_head = self._lm_head(w, get, target, path)
+        self.embed = (
+            get("embed_tokens.weight")
+            if "embed_tokens.weight" in w
+            else target.model.get_input_embeddings().weight.to(dtype=dtype)
+        )
+        rc = LlamaConfig(
+            hidden_size=h, num_attention_heads=cfg.heads, head_dim=cfg.head_dim, **cfg.rope
+        )
+        self.rope = LlamaRotaryEmbedding(rc).to(device)
+
+    def _draft_map(self, w: dict[str, torch.Tensor], path: str) -> torch.Tensor | None:
+        """Draft-vocabulary index → target token id (``d2t`` holds the offsets), or None."""
+        cfg = self.cfg
+        if cfg.draft_vocab == cfg.vocab:
+            return None
+        if "d2t" not in w:
+            raise MeasureError(
+                f"{_WHAT}: draft_vocab_size {cfg.draft_vocab} < vocab_size {cfg.vocab} but the "
+                f"weights in {path} have no 'd2t' map"
+            )
+        offsets = w["d2t"].to(device=self.device, dtype=torch.long)
+        return torch.arange(cfg.draft_vocab, device=self.device) + offsets
+
+    def _lm_head(
+        self,
+        w: dict[str, torch.Tensor],
+        get: Callable[..., torch.Tensor],
+        target: CausalLM,
+        path: str,
+    ) -> torch.Tensor:
+        """The head's own lm_head, or (same vocabulary) the target's."""
+        cfg = self.cfg
+        if "lm_head.weight" in w:
+            head = get("lm_head.weight")
+        elif cfg.draft_vocab == cfg.vocab:
+            head = target.lm_head.weight.to(dtype=self.dtype)
+        else:
+            raise MeasureError(f"{_WHAT}: weight 'lm_head.weight' missing from {path}")
+        if head.shape[0] != cfg.draft_vocab:
+            raise MeasureError(
+                f"{_WHAT}: lm_head.weight has {head.shape[0]} rows, draft_vocab_size is "
+                f"{cfg.draft_vocab}"
+            )
+        return head
+
+    def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Rotate ``x [n, heads, d]`` at ``positions [n]``."""
+        cos, sin = self.rope(x, positions[None])
+        cos, sin = cos[0][:, None, :].to(x.dtype), sin[0][:, None, :].to(x.dtype)
+        a, b = x.chunk(2, dim=-1)
+        rotated: torch.Tensor = x * cos + torch.cat((-b, a), dim=-1) * sin
+        return rotated
+
+    def _qkv(
+        self, hidden: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        e = rms_norm(self.embed[tokens], self.input_norm, self.cfg.eps)
+        if self.cfg.norm_before_residual:
+            hn = rms_norm(hidden, self.hidden_norm, self.cfg.eps)
+            residual = hn
+        else:
+            residual = hidden
+            hn = rms_norm(hidden, self.hidden_norm, self.cfg.eps)
+        x = torch.cat([e, hn], dim=-1)
+        n = x.shape[0]
+        q = self._rope((x @ self.q.T).view(n, self.cfg.heads, self.cfg.head_dim), positions)
+        k = self._rope((x @ self.k.T).view(n, self.cfg.kv_heads, self.cfg.head_dim), positions)
+        v = (x @ self.v.T).view(n, self.cfg.kv_heads, self.cfg.head_dim)
+        return q, k, v, residual
+
+    def _finish(
+        self, attn: torch.Tensor, residual: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attention output ``[n, heads·d]`` → (hidden passed to the next step, its final norm)."""
+        residual = attn @ self.o.T + residual
+        y = rms_norm(residual, self.post_norm, self.cfg.eps)
+        prenorm = (
+            torch.nn.functional.silu(y @ self.gate.T) * (y @ self.up.T)
+        ) @ self.down.T + residual
+        normed = rms_norm(prenorm, self.norm, self.cfg.eps)
+        return (normed if self.cfg.norm_output else prenorm), normed
+
+    def draft_logits(self, normed: torch.Tensor) -> torch.Tensor:
+        """Logits over the target vocabulary (−inf outside the draft vocabulary), float32."""
+        logits = (normed @ self.lm_head.T).float()
+        if self.to_target is None:
+            return logits
+        full = logits.new_full((logits.shape[0], self.embed.shape[0]), float("-inf"))
+        full[:, self.to_target] = logits
+        return full
+
+    def drafts(
+        self, aux: torch.Tensor, seq: IntArray, contexts: IntArray, k_max: int, score: ChainScore
+    ) -> None:
+        """Unroll every chain: ``score(step, rows, normed)`` receives each step's normed outputs
+        for the contexts ``rows`` (indices into ``contexts``) and returns which of them to
+        continue (a greedy walk needs step j + 1 only where steps 1 … j matched)."""
+        with torch.inference_mode():
+            s = torch.as_tensor(seq, dtype=torch.long, device=self.device)
+            x_last = int(contexts.max()) - 2  # teacher positions 0 … x_last
+            pos = torch.arange(x_last + 1, device=self.device)
+            hidden = aux[: x_last + 1].to(self.dtype) @ self.fc.T
+            q, k, v, residual = self._qkv(hidden, s[1 : x_last + 2], pos)
+            rep = self.cfg.heads // self.cfg.kv_heads
+            kt = k.repeat_interleave(rep, dim=1).transpose(0, 1)  # [heads, X, d]
+            vt = v.repeat_interleave(rep, dim=1).transpose(0, 1)
+            a = (
+                torch.nn.functional.scaled_dot_product_attention(
+                    q.transpose(0, 1)[None], kt[None], vt[None], is_causal=True
+                )[0]
+                .transpose(0, 1)
+                .reshape(x_last + 1, -1)
+            )
+            # keys and values at every teacher position; the layer's output only where a chain
+            # starts (T − 2 for the contexts T): attention output projection and MLP skip the rest
+            first = int(contexts.min()) - 2
+            out, normed = self._finish(a[first:], residual[first:])
+            ctx = torch.as_tensor(contexts, dtype=torch.long, device=self.device)
+            scale = 1.0 / math.sqrt(self.cfg.head_dim)
+            positions = torch.arange(x_last + 1, device=self.device)
+            for lo in range(0, contexts.size, _CHAIN_CHUNK):
+                rows = np.arange(lo, min(lo + _CHAIN_CHUNK, contexts.size))
+                t = ctx[rows]
+                keep = torch.as_tensor(score(0, rows, normed[t - 2 - first]), device=self.device)
+                h = out[t - 2 - first]
+                # the chain's own keys and values, [n, heads, j, d]
+                kc: torch.Tensor | None = None
+                vc: torch.Tensor | None = None
+                for j in range(1, k_max):
+                    if not bool(keep.any()):
+                        break
+                    rows, t, h = rows[keep.cpu().numpy()], t[keep], h[keep]
+                    if kc is not None and vc is not None:
+                        kc, vc = kc[keep], vc[keep]
+                    qj, kj, vj, res_j = self._qkv(h, s[t - 1 + j], t - 2 + j)
+                    kj, vj = kj.repeat_interleave(rep, dim=1), vj.repeat_interleave(rep, dim=1)
+                    kc = kj[:, :, None] if kc is None else torch.cat([kc, kj[:, :, None]], dim=2)
+                    vc = vj[:, :, None] if vc is None else torch.cat([vc, vj[:, :, None]], dim=2)
+                    st = torch.einsum("nhd,hxd->nhx", qj, kt) * scale
+                    late = positions[None, :] > (t - 2)[:, None]  # teacher keys up to T − 2
+                    st = st.masked_fill(late[:, None, :], float("-inf"))
+                    sc = torch.einsum("nhd,nhjd->nhj", qj, kc) * scale
+                    w = torch.softmax(torch.cat([st, sc], dim=-1).float(), dim=-1).to(qj.dtype)
+                    aj = torch.einsum("nhx,hxd->nhd", w[..., : x_last + 1], vt)
+                    aj = aj + torch.einsum("nhj,nhjd->nhd", w[..., x_last + 1 :], vc)
+                    h, nj = self._finish(aj.reshape(rows.size, -1), res_j)
+                    keep = torch.as_tensor(score(j, rows, nj), device=self.device)
