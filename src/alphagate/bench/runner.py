@@ -17,7 +17,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import orjson
@@ -50,10 +50,7 @@ from alphagate.core.secrets import join_path, redact_url, split_credentials
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
 from alphagate.sim.workload import arrival_times
 
-if TYPE_CHECKING:
-    from alphagate.bench.workers import WorkerPool
-
-__all__ = ["BenchConfig", "BenchRunner", "Level", "levels_for"]
+__all__ = ["BenchConfig", "BenchRunner", "Level", "LevelPool", "levels_for"]
 
 
 class Level(Frozen):
@@ -161,6 +158,14 @@ class BenchConfig(Frozen):
         return self
 
 
+class LevelPool(Protocol):
+    """Sends a level's requests from other processes and hands each record back through
+    :meth:`BenchRunner.take` (:class:`alphagate.bench.workers.WorkerPool`)."""
+
+    async def run_level(self, runner: BenchRunner, target: str, url: str, level: Level) -> None:
+        """One level against ``url``, returned when its requests have all finished."""
+
+
 def levels_for(
     concurrency: list[int] | None, rate: float | None, time_scale: float | None = None
 ) -> tuple[Level, ...]:
@@ -201,7 +206,7 @@ class BenchRunner:
         sink: Callable[[RequestRecord], None] | None = None,
         on_record: Callable[[RequestRecord], None] | None = None,
         run_id: str = "run",
-        pool: WorkerPool | None = None,
+        pool: LevelPool | None = None,
         t0: float | None = None,
     ) -> None:
         self.cfg = cfg
