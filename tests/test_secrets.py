@@ -537,33 +537,44 @@ def test_url_credentials_become_an_authorization_header() -> None:
 
 #: the unit tests' secret (the canary is kept for the end-to-end runs above)
 S = "sk-unit-4242"
+#: (header flags, API key, targets, words of the message, the config field at fault)
 REFUSED = {
-    "a header value outside Latin-1": ([f"X: {S}…"], None, (), "Latin-1"),
-    "a header without a colon": ([f"Bearer {S}"], None, (), "NAME:VALUE"),
-    "a key with a control character": ([], f"{S}\x07", (), "control character"),
-    "a key and URL credentials": ([], "k", (("u", f"http://u:{S}@h"),), "not both"),
+    "a header value outside Latin-1": ([f"X: {S}…"], None, (), "Latin-1", "header"),
+    "a header without a colon": ([f"Bearer {S}"], None, (), "NAME:VALUE", "header"),
+    "a key with a control character": ([], f"{S}\x07", (), "control character", "api_key"),
+    "a key and URL credentials": ([], "k", (("u", f"http://u:{S}@h"),), "not both", "api_key"),
     "a header and URL credentials": (
         [f"Authorization: {S}"],
         None,
         (("u", f"http://u:{S}@h"),),
         "not both",
+        "header",
     ),
     "two URLs, two credentials": (
         [],
         None,
-        (("a", f"http://u:{S}@h"), ("b", "http://v:other@h")),
+        (("baseline", f"http://u:{S}@h"), ("candidate", "http://v:other@h")),
         "different",
+        "candidate_url",
     ),
-    "not http": ([], None, (("a", f"ftp://u:{S}@h"),), "http://"),
+    "not http": ([], None, (("default", f"ftp://u:{S}@h"),), "http://", "url"),
+    "not a URL": (
+        [],
+        None,
+        (("baseline", f"http://u:{S}@h:port/"),),
+        "not a valid",
+        "baseline_url",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_auth_headers_refuse_without_showing_the_secret(case: str) -> None:
-    flags, key, targets, words = REFUSED[case]
+    flags, key, targets, words, field = REFUSED[case]
     with pytest.raises(ConfigError) as exc:
         auth_headers(flags, key, targets)
     assert words in str(exc.value) and S not in str(exc.value)
+    assert exc.value.field == field  # the CLI names its flag from this, not from the message
 
 
 def test_a_key_over_plain_http_to_another_host_is_warned_about() -> None:

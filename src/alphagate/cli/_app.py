@@ -95,7 +95,7 @@ def fail(message: str, flag: str | None = None) -> NoReturn:
 def config_error(exc: ConfigError | ValidationError, flag: str | None = None) -> NoReturn:
     """A validation error from a lower layer, as a flag error; without ``flag``, the flag of the
     config field it names (fields are named as their flags: ``candidate_url`` ↔
-    ``--candidate-url``)."""
+    ``--candidate-url``), or of the :class:`ConfigError`'s ``field``."""
     if isinstance(exc, ValidationError):
         if flag is None:
             errors = exc.errors()
@@ -103,6 +103,8 @@ def config_error(exc: ConfigError | ValidationError, flag: str | None = None) ->
             if loc and isinstance(loc[0], str):
                 flag = "--" + loc[0].replace("_", "-")
         fail(validation_problem(exc, where="").removeprefix(": "), flag)
+    if flag is None and exc.field is not None:
+        flag = "--" + exc.field.replace("_", "-")
     fail(str(exc), flag)
 
 

@@ -638,14 +638,7 @@ def _config(
     try:
         headers, clean = auth_headers(header or [], api_key, targets)
     except ConfigError as exc:
-        flag = (
-            "--header"
-            if "NAME:VALUE" in str(exc)
-            else "--api-key"
-            if "key" in str(exc)
-            else "--url"
-        )
-        config_error(exc, flag)
+        config_error(exc)
     for m in metrics_url or []:
         if not m.startswith(("http://", "https://")):
             fail(f"{redact(m)!r} is not an http(s) URL", "--metrics-url")

@@ -8,7 +8,13 @@ __all__ = ["ConfigError", "SpecError", "invalid", "validation_problem"]
 
 
 class ConfigError(ValueError):
-    """Invalid user configuration; the message names the field or flag."""
+    """Invalid user configuration; the message names the field or flag, and ``field`` (when
+    known) is the config field at fault, so that the CLI names its flag without reading the
+    message (fields are named as their flags: ``api_key`` ↔ ``--api-key``)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class SpecError(ConfigError):

@@ -298,13 +298,15 @@ def check_header(name: str, value: str) -> None:
     if not _HEADER_NAME.match(name):
         raise ConfigError(
             "a --header name is not a valid HTTP header name (NAME:VALUE; not shown: it may "
-            "hold a secret)"
+            "hold a secret)",
+            "header",
         )
     why = _unsendable(value)
     if why is not None:
         raise ConfigError(
             f"the value of the --header {name!r} holds {why}, which an HTTP header cannot carry "
-            "(NAME:VALUE; the value not shown)"
+            "(NAME:VALUE; the value not shown)",
+            "header",
         )
 
 
@@ -320,19 +322,20 @@ def auth_headers(
     """
     if api_key is not None and not api_key.strip():
         raise ConfigError(
-            "the API key is empty; omit it (and unset ALPHAGATE_API_KEY) to send none"
+            "the API key is empty; omit it (and unset ALPHAGATE_API_KEY) to send none", "api_key"
         )
     why = None if api_key is None else _unsendable(api_key.strip())
     if why is not None:
         raise ConfigError(
-            f"the API key holds {why}, which an HTTP header cannot carry (the key not shown)"
+            f"the API key holds {why}, which an HTTP header cannot carry (the key not shown)",
+            "api_key",
         )
     headers: dict[str, str] = {}
     for h in header_flags:
         name, sep, value = h.partition(":")
         if not sep or not name.strip():
             raise ConfigError(
-                "a --header is not NAME:VALUE (its text not shown: it may hold a secret)"
+                "a --header is not NAME:VALUE (its text not shown: it may hold a secret)", "header"
             )
         check_header(name.strip(), value.strip())
         headers[name.strip()] = value.strip()
@@ -340,22 +343,28 @@ def auth_headers(
     url_auth: str | None = None
     clean = []
     for name, url in targets:
-        bare, auth = split_credentials(url)
+        field = "url" if name == "default" else f"{name}_url"
+        try:
+            bare, auth = split_credentials(url)
+        except ConfigError as exc:
+            raise ConfigError(str(exc), field) from None
         if not bare.startswith(("http://", "https://")):
-            raise ConfigError(f"the {name} URL must start with http:// or https://")
+            raise ConfigError(f"the {name} URL must start with http:// or https://", field)
         if auth:
             if api_key is not None:
                 raise ConfigError(
                     "give credentials in the URL or an API key (--api-key, $ALPHAGATE_API_KEY), "
-                    "not both"
+                    "not both",
+                    "api_key",
                 )
             if given_auth:
                 raise ConfigError(
-                    "give credentials in the URL or an Authorization --header, not both"
+                    "give credentials in the URL or an Authorization --header, not both", "header"
                 )
             if url_auth is not None and url_auth != auth["Authorization"]:
                 raise ConfigError(
-                    "the URLs carry different credentials; the same headers go to every target"
+                    "the URLs carry different credentials; the same headers go to every target",
+                    field,
                 )
             url_auth = auth["Authorization"]
         clean.append((name, bare))
