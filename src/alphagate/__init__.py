@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "Rule": "alphagate.gate.rules",
     "RuleSet": "alphagate.gate.rules",
     "rules_from_plan": "alphagate.gate.rules",
+    "rule_set": "alphagate.gate.rules",
     "Evidence": "alphagate.gate.evidence",
     "evaluate": "alphagate.gate.evaluate",
     "GateResult": "alphagate.gate.evaluate",

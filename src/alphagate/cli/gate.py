@@ -331,8 +331,8 @@ def gate_cmd(
     from pydantic import ValidationError
 
     from alphagate.core.errors import ConfigError
-    from alphagate.gate import RuleSet, load_rules
-    from alphagate.gate.rules import default_error_rules, load_plan, plan_rules
+    from alphagate.gate import load_rules
+    from alphagate.gate.rules import load_plan, plan_rules, rule_set
     from alphagate.gate.sources import EvidenceFiles, LiveSource, flag_rules
     from alphagate.measure.prometheus import parse_duration
     from alphagate.measure.results import MeasureError
@@ -368,17 +368,15 @@ def gate_cmd(
         max_error_rate=max_error_rate,
         max_itl_per_token_p99_ms=max_itl_p99_ms,
     )
-    all_rules = [*(base.rules if base else []), *from_plan, *flagged]
-    if not all_rules:
+    if not (base or from_plan or flagged):
         fail("no rules: give --plan, --rules or a --min-…/--max-… flag", "--plan")
-    if not ignore_errors:
-        all_rules += default_error_rules(
-            all_rules, bench=bool(bench or baseline or candidate or vllm_candidate)
-        )
-    rs = RuleSet(
-        rules=all_rules,
-        min_drafts=max(min_drafts or 0, base.min_drafts if base else 0) or 2000,
-        min_requests=max(min_requests or 0, base.min_requests if base else 0) or 100,
+    rs = rule_set(
+        [*from_plan, *flagged],
+        file=base,
+        min_drafts=min_drafts,
+        min_requests=min_requests,
+        count_errors=not ignore_errors,
+        bench=bool(bench or baseline or candidate or vllm_candidate),
         allow_point_estimates=allow_point_estimates,
         allow_single_run=allow_single_run,
     )

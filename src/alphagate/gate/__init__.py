@@ -2,7 +2,7 @@
 
 from alphagate.gate.evaluate import EXIT_CODES, GateResult, RuleResult, evaluate, no_evidence
 from alphagate.gate.evidence import Evidence, load_bench, load_measure, load_vllm_result
-from alphagate.gate.rules import Rule, RuleSet, load_rules, rules_from_plan
+from alphagate.gate.rules import Rule, RuleSet, load_rules, rule_set, rules_from_plan
 
 __all__ = [
     "EXIT_CODES",
@@ -17,5 +17,6 @@ __all__ = [
     "load_rules",
     "load_vllm_result",
     "no_evidence",
+    "rule_set",
     "rules_from_plan",
 ]

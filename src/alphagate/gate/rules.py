@@ -163,6 +163,41 @@ def default_error_rules(rules: list[Rule], *, bench: bool = False) -> list[Rule]
     ]
 
 
+def rule_set(
+    rules: list[Rule],
+    *,
+    file: RuleSet | None = None,
+    min_drafts: int | None = None,
+    min_requests: int | None = None,
+    count_errors: bool = True,
+    bench: bool = False,
+    allow_point_estimates: bool = False,
+    allow_single_run: bool = False,
+) -> RuleSet:
+    """What a gate judges: a rules ``file``'s rules, then ``rules`` (a plan's, the flags'), and
+    the default error rules (:func:`default_error_rules`) unless ``count_errors`` is False; each
+    evidence minimum the stricter of the one given and the file's, :class:`RuleSet`'s default
+    when neither says."""
+    every = [*(file.rules if file is not None else []), *rules]
+    if count_errors:
+        every += default_error_rules(every, bench=bench)
+    given = file.model_fields_set if file is not None else set()
+
+    def minimum(name: str, flag: int | None) -> int:
+        default: int = RuleSet.model_fields[name].default
+        from_file = getattr(file, name) if file is not None and name in given else None
+        values = [v for v in (flag, from_file) if v is not None]
+        return max(values) if values else default
+
+    return RuleSet(
+        rules=every,
+        min_drafts=minimum("min_drafts", min_drafts),
+        min_requests=minimum("min_requests", min_requests),
+        allow_point_estimates=allow_point_estimates,
+        allow_single_run=allow_single_run,
+    )
+
+
 def load_rules(path: Path) -> RuleSet:
     """A rules file: ``{"rules": [{"metric": ..., "op": ..., "threshold": ...}], ...}`` (JSON)."""
     if not path.is_file():
