@@ -24,6 +24,7 @@ __all__ = [
     "CalibrationOpt",
     "CostFlags",
     "CudagraphOpt",
+    "DeploymentFlags",
     "DraftOpt",
     "DraftOverheadOpt",
     "DraftScaleOpt",
@@ -31,6 +32,7 @@ __all__ = [
     "DtypeOpt",
     "GpuOpt",
     "KvDtypeOpt",
+    "LengthFlags",
     "MaxBatchedOpt",
     "MaxSeqsOpt",
     "MethodOpt",
@@ -46,7 +48,6 @@ __all__ = [
     "calibrated_deployment",
     "check_no_overwrite",
     "check_output_path",
-    "deployment",
     "given",
     "length",
     "traffic_classes",
@@ -246,34 +247,49 @@ def workload(
         config_error(exc, "--class")
 
 
-def deployment(
-    *,
-    model: str,
-    gpu: str,
-    tp: int | None,
-    dtype: WeightDtype | None,
-    kv_dtype: KvDtype,
-    method: Method,
-    draft: str | None,
-    max_num_seqs: int = DEFAULT_MAX_SEQS,
-    max_batched: int = DEFAULT_MAX_BATCHED,
-    **extra: float | None,
-) -> DeploymentConfig:
-    """The deployment config from the shared flags (extra: efficiencies and overheads)."""
-    try:
-        return DeploymentConfig(
-            model=model,
-            gpu=gpu,
-            tp=tp,
-            weight_dtype=dtype,
-            kv_dtype=kv_dtype,
-            max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max_batched,
-            drafter=drafter_for(method, draft),
-            **{k: v for k, v in extra.items() if v is not None},
-        )
-    except (ConfigError, ValidationError) as exc:
-        config_error(exc, "--method/--draft")
+@dataclass(frozen=True)
+class DeploymentFlags:
+    """The deployment a verb models or runs, as flags: an option group
+    (:mod:`alphagate.cli._groups`); :meth:`config` is the deployment config they give."""
+
+    model: ModelOpt = DEFAULT_MODEL
+    gpu: GpuOpt = DEFAULT_GPU
+    tp: TpOpt = None
+    dtype: DtypeOpt = DEFAULT_DTYPE
+    kv_dtype: KvDtypeOpt = DEFAULT_KV_DTYPE
+    method: MethodOpt = DEFAULT_METHOD
+    draft: DraftOpt = None
+    max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_SEQS
+    max_batched: MaxBatchedOpt = DEFAULT_MAX_BATCHED
+
+    def config(self, **extra: float | None) -> DeploymentConfig:
+        """The deployment config (``extra``: efficiencies given as flags, None when not)."""
+        try:
+            return DeploymentConfig(
+                model=self.model,
+                gpu=self.gpu,
+                tp=self.tp,
+                weight_dtype=self.dtype,
+                kv_dtype=self.kv_dtype,
+                max_num_seqs=self.max_num_seqs,
+                max_num_batched_tokens=self.max_batched,
+                drafter=drafter_for(self.method, self.draft),
+                **{k: v for k, v in extra.items() if v is not None},
+            )
+        except (ConfigError, ValidationError) as exc:
+            config_error(exc, "--method/--draft")
+
+
+@dataclass(frozen=True)
+class LengthFlags:
+    """Request lengths, as flags: an option group (:mod:`alphagate.cli._groups`)."""
+
+    prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN
+    output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN
+
+    def workload(self, classes: tuple[TrafficClass, ...] | None = None) -> WorkloadConfig:
+        """The workload of these lengths and ``classes`` (the default mix when None)."""
+        return workload(self.prompt_len, self.output_len, classes)
 
 
 def check_output_path(path: Path, flag: str, *, directory: bool) -> None:
@@ -337,17 +353,18 @@ def check_no_overwrite(
 
 @dataclass(frozen=True)
 class CostFlags:
-    """The step-time model's coefficients and engine settings given as flags (None: not given)."""
+    """The step-time model's coefficients and engine settings given as flags (None: not given):
+    an option group (:mod:`alphagate.cli._groups`)."""
 
-    step_overhead_ms: float | None = None
-    per_seq_overhead_us: float | None = None
-    per_token_overhead_us: float | None = None
-    draft_overhead_ms: float | None = None
-    target_time_scale: float | None = None
-    draft_time_scale: float | None = None
-    draft_tp: int | None = None
-    cudagraph_max_tokens: int | None = None
-    spec_step_overhead_ms: float | None = None
+    step_overhead_ms: StepOverheadOpt = None
+    per_seq_overhead_us: PerSeqOverheadOpt = None
+    per_token_overhead_us: PerTokenOverheadOpt = None
+    draft_overhead_ms: DraftOverheadOpt = None
+    spec_step_overhead_ms: SpecOverheadOpt = None
+    target_time_scale: TargetScaleOpt = None
+    draft_time_scale: DraftScaleOpt = None
+    draft_tp: DraftTpOpt = None
+    cudagraph_max_tokens: CudagraphOpt = None
 
     def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
         from alphagate.specs.deployment import NgramDrafter

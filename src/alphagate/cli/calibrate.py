@@ -27,30 +27,15 @@ from alphagate.cli._app import (
     status,
 )
 from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
+from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import (
-    DEFAULT_DTYPE,
-    DEFAULT_GPU,
-    DEFAULT_KV_DTYPE,
-    DEFAULT_MAX_BATCHED,
-    DEFAULT_MAX_SEQS,
-    DEFAULT_METHOD,
-    DEFAULT_MODEL,
     CostFlags,
     CudagraphOpt,
-    DraftOpt,
+    DeploymentFlags,
     DraftTpOpt,
-    DtypeOpt,
-    GpuOpt,
-    KvDtypeOpt,
-    MaxBatchedOpt,
-    MaxSeqsOpt,
-    MethodOpt,
-    ModelOpt,
     SeedOpt,
-    TpOpt,
     check_no_overwrite,
     check_output_path,
-    deployment,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +46,7 @@ if TYPE_CHECKING:
 
 
 @app.command("calibrate", short_help="Fit the step-time model to your own server.")
+@takes_groups
 def calibrate_cmd(
     results: Annotated[
         list[Path] | None,
@@ -133,16 +119,8 @@ def calibrate_cmd(
             "TTFT is one long prefill; 0 = none).",
         ),
     ] = 2048,
-    model: ModelOpt = DEFAULT_MODEL,
-    gpu: GpuOpt = DEFAULT_GPU,
-    tp: TpOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE,
-    kv_dtype: KvDtypeOpt = DEFAULT_KV_DTYPE,
-    method: MethodOpt = DEFAULT_METHOD,
-    draft: DraftOpt = None,
+    deploy: DeploymentFlags = DeploymentFlags(),
     draft_tp: DraftTpOpt = None,
-    max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_SEQS,
-    max_batched: MaxBatchedOpt = DEFAULT_MAX_BATCHED,
     cudagraph_max_tokens: CudagraphOpt = None,
     time_scale: Annotated[
         float,
@@ -205,17 +183,7 @@ def calibrate_cmd(
         check_output_path(bench_out, "--bench-out", directory=True)
     check_no_overwrite([(out, "--out", False), (bench_out, "--bench-out", True)], results or [])
     dep = CostFlags(draft_tp=draft_tp, cudagraph_max_tokens=cudagraph_max_tokens).apply(
-        deployment(
-            model=model,
-            gpu=gpu,
-            tp=tp,
-            dtype=dtype,
-            kv_dtype=kv_dtype,
-            method=method,
-            draft=draft,
-            max_num_seqs=max_num_seqs,
-            max_batched=max_batched,
-        )
+        deploy.config()
     )
     observations = _saved(results or [])
     partial = False

@@ -19,45 +19,17 @@ from alphagate.cli._app import (
     status,
 )
 from alphagate.cli._files import atomic_write_text
+from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import (
-    DEFAULT_DTYPE,
-    DEFAULT_GPU,
-    DEFAULT_KV_DTYPE,
-    DEFAULT_MAX_BATCHED,
-    DEFAULT_MAX_SEQS,
-    DEFAULT_METHOD,
-    DEFAULT_MODEL,
-    DEFAULT_OUTPUT_LEN,
-    DEFAULT_PROMPT_LEN,
     CalibrationOpt,
     CostFlags,
-    CudagraphOpt,
-    DraftOpt,
-    DraftOverheadOpt,
-    DraftScaleOpt,
-    DraftTpOpt,
-    DtypeOpt,
-    GpuOpt,
-    KvDtypeOpt,
-    MaxBatchedOpt,
-    MaxSeqsOpt,
-    MethodOpt,
-    ModelOpt,
-    OutputLenOpt,
-    PerSeqOverheadOpt,
-    PerTokenOverheadOpt,
-    PromptLenOpt,
+    DeploymentFlags,
+    LengthFlags,
     SeedOpt,
-    SpecOverheadOpt,
-    StepOverheadOpt,
-    TargetScaleOpt,
-    TpOpt,
     calibrated_deployment,
     check_no_overwrite,
     check_output_path,
-    deployment,
     traffic_classes,
-    workload,
 )
 
 
@@ -76,6 +48,7 @@ def _out_stem(out: Path | None) -> str:
 
 
 @app.command("plan", short_help="The staged rollout plan for your traffic.")
+@takes_groups
 def plan_cmd(
     ctx: typer.Context,
     classes: Annotated[
@@ -89,13 +62,7 @@ def plan_cmd(
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, max=65_536, help="Target concurrency.")
     ],
-    model: ModelOpt = DEFAULT_MODEL,
-    gpu: GpuOpt = DEFAULT_GPU,
-    tp: TpOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE,
-    kv_dtype: KvDtypeOpt = DEFAULT_KV_DTYPE,
-    method: MethodOpt = DEFAULT_METHOD,
-    draft: DraftOpt = None,
+    deploy: DeploymentFlags = DeploymentFlags(),
     peak: Annotated[
         int | None,
         typer.Option(
@@ -140,8 +107,7 @@ def plan_cmd(
             help="Apply one overall measured α (e.g. a bench summary) to every class.",
         ),
     ] = False,
-    prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN,
-    output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN,
+    lengths: LengthFlags = LengthFlags(),
     url: Annotated[
         str,
         typer.Option(
@@ -211,18 +177,8 @@ def plan_cmd(
             "ITL, α by position, acceptance length.",
         ),
     ] = None,
-    max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_SEQS,
-    max_batched: MaxBatchedOpt = DEFAULT_MAX_BATCHED,
     calibration: CalibrationOpt = None,
-    step_overhead_ms: StepOverheadOpt = None,
-    per_seq_overhead_us: PerSeqOverheadOpt = None,
-    per_token_overhead_us: PerTokenOverheadOpt = None,
-    draft_overhead_ms: DraftOverheadOpt = None,
-    spec_overhead_ms: SpecOverheadOpt = None,
-    target_time_scale: TargetScaleOpt = None,
-    draft_time_scale: DraftScaleOpt = None,
-    draft_tp: DraftTpOpt = None,
-    cudagraph_max_tokens: CudagraphOpt = None,
+    cost: CostFlags = CostFlags(),
     as_json: JsonOpt = False,
 ) -> None:
     """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
@@ -261,31 +217,12 @@ def plan_cmd(
             parsed = apply_measurement(parsed, measured, overall=alpha_overall)
         except ConfigError as exc:
             config_error(exc, "--alpha-from")
-    flags = CostFlags(
-        step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
-        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens, spec_overhead_ms,
-    )  # fmt: skip
-    dep, profile = calibrated_deployment(
-        ctx,
-        deployment(
-            model=model,
-            gpu=gpu,
-            tp=tp,
-            dtype=dtype,
-            kv_dtype=kv_dtype,
-            method=method,
-            draft=draft,
-            max_num_seqs=max_num_seqs,
-            max_batched=max_batched,
-        ),
-        calibration,
-        flags,
-    )
+    dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
     try:
         req = PlanRequest(
             deployment=dep,
             calibration=profile,
-            workload=workload(prompt_len, output_len, parsed),
+            workload=lengths.workload(parsed),
             concurrency=concurrency,
             peak_concurrency=peak,
             slo_p99_itl_ms=slo,

@@ -21,45 +21,17 @@ from alphagate.cli._app import (
     show,
     status,
 )
+from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import (
-    DEFAULT_DTYPE,
-    DEFAULT_GPU,
-    DEFAULT_KV_DTYPE,
-    DEFAULT_MAX_BATCHED,
-    DEFAULT_MAX_SEQS,
-    DEFAULT_METHOD,
-    DEFAULT_MODEL,
-    DEFAULT_OUTPUT_LEN,
-    DEFAULT_PROMPT_LEN,
     CalibrationOpt,
     CostFlags,
-    CudagraphOpt,
-    DraftOpt,
-    DraftOverheadOpt,
-    DraftScaleOpt,
-    DraftTpOpt,
-    DtypeOpt,
-    GpuOpt,
-    KvDtypeOpt,
-    MaxBatchedOpt,
-    MaxSeqsOpt,
-    MethodOpt,
-    ModelOpt,
-    OutputLenOpt,
-    PerSeqOverheadOpt,
-    PerTokenOverheadOpt,
-    PromptLenOpt,
+    DeploymentFlags,
+    LengthFlags,
     SeedOpt,
-    SpecOverheadOpt,
-    StepOverheadOpt,
-    TargetScaleOpt,
-    TpOpt,
     calibrated_deployment,
     check_output_path,
-    deployment,
     given,
     traffic_classes,
-    workload,
 )
 
 if TYPE_CHECKING:
@@ -72,15 +44,10 @@ if TYPE_CHECKING:
 
 
 @app.command("simulate", short_help="Where speculation pays, and what P99 ITL does.")
+@takes_groups
 def simulate_cmd(
     ctx: typer.Context,
-    model: ModelOpt = DEFAULT_MODEL,
-    gpu: GpuOpt = DEFAULT_GPU,
-    tp: TpOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE,
-    kv_dtype: KvDtypeOpt = DEFAULT_KV_DTYPE,
-    method: MethodOpt = DEFAULT_METHOD,
-    draft: DraftOpt = None,
+    deploy: DeploymentFlags = DeploymentFlags(),
     ks: Annotated[
         str, typer.Option("--k", "-k", help="Comma-separated K values to compare.")
     ] = "1,3,5",
@@ -129,8 +96,7 @@ def simulate_cmd(
             help="Closed-loop think time (s).",
         ),
     ] = 0.0,
-    prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN,
-    output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN,
+    lengths: LengthFlags = LengthFlags(),
     num_requests: Annotated[
         int | None,
         typer.Option(
@@ -147,8 +113,6 @@ def simulate_cmd(
             "--disable-above-batch", min=1, help="Turn speculation off above this batch size."
         ),
     ] = None,
-    max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_SEQS,
-    max_batched: MaxBatchedOpt = DEFAULT_MAX_BATCHED,
     bw_eff: Annotated[
         float | None,
         typer.Option(
@@ -165,15 +129,7 @@ def simulate_cmd(
             help="Achieved ÷ peak dense FLOP/s (default: the GPU preset's).",
         ),
     ] = None,
-    step_overhead_ms: StepOverheadOpt = None,
-    per_seq_overhead_us: PerSeqOverheadOpt = None,
-    per_token_overhead_us: PerTokenOverheadOpt = None,
-    draft_overhead_ms: DraftOverheadOpt = None,
-    spec_overhead_ms: SpecOverheadOpt = None,
-    target_time_scale: TargetScaleOpt = None,
-    draft_time_scale: DraftScaleOpt = None,
-    draft_tp: DraftTpOpt = None,
-    cudagraph_max_tokens: CudagraphOpt = None,
+    cost: CostFlags = CostFlags(),
     calibration: CalibrationOpt = None,
     explain_cost: Annotated[
         bool,
@@ -219,29 +175,10 @@ def simulate_cmd(
     if plot is not None:
         check_output_path(plot, "--plot", directory=True)
     mix = _classes(classes, alpha_from, alpha_overall, ks)
-    flags = CostFlags(
-        step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
-        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens, spec_overhead_ms,
-    )  # fmt: skip
     dep, profile = calibrated_deployment(
-        ctx,
-        deployment(
-            model=model,
-            gpu=gpu,
-            tp=tp,
-            dtype=dtype,
-            kv_dtype=kv_dtype,
-            method=method,
-            draft=draft,
-            max_num_seqs=max_num_seqs,
-            max_batched=max_batched,
-            bw_efficiency=bw_eff,
-            compute_efficiency=compute_eff,
-        ),
-        calibration,
-        flags,
+        ctx, deploy.config(bw_efficiency=bw_eff, compute_efficiency=compute_eff), calibration, cost
     )
-    wl = workload(prompt_len, output_len, mix)
+    wl = lengths.workload(mix)
     if explain_cost:
         k_list = int_list(ks, "--k", 1, 64) if given(ctx, "ks") else [1, 2, 3, 4, 5]
         top = max(int_list(concurrency, "--concurrency", 1, 65_536)) if concurrency else 64

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import re
@@ -14,58 +15,25 @@ from alphagate.cli._app import app, config_error, console, fail, finite_float
 
 if TYPE_CHECKING:
     from alphagate.specs.deployment import Method
+from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import (
-    DEFAULT_DTYPE,
-    DEFAULT_GPU,
-    DEFAULT_KV_DTYPE,
-    DEFAULT_MAX_BATCHED,
-    DEFAULT_MAX_SEQS,
-    DEFAULT_METHOD,
-    DEFAULT_MODEL,
-    DEFAULT_OUTPUT_LEN,
-    DEFAULT_PROMPT_LEN,
     CalibrationOpt,
     CostFlags,
-    CudagraphOpt,
-    DraftOpt,
-    DraftOverheadOpt,
-    DraftScaleOpt,
-    DraftTpOpt,
-    DtypeOpt,
-    GpuOpt,
-    KvDtypeOpt,
-    MaxBatchedOpt,
-    MaxSeqsOpt,
-    MethodOpt,
-    ModelOpt,
-    OutputLenOpt,
-    PerSeqOverheadOpt,
-    PerTokenOverheadOpt,
-    PromptLenOpt,
+    DeploymentFlags,
+    LengthFlags,
     SeedOpt,
-    SpecOverheadOpt,
-    StepOverheadOpt,
-    TargetScaleOpt,
-    TpOpt,
     calibrated_deployment,
     check_output_path,
-    deployment,
     given,
     traffic_classes,
-    workload,
 )
 
 
 @app.command("twin", short_help="A vLLM-like endpoint on the simulator.")
+@takes_groups
 def twin_cmd(
     ctx: typer.Context,
-    model: ModelOpt = DEFAULT_MODEL,
-    gpu: GpuOpt = DEFAULT_GPU,
-    tp: TpOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE,
-    kv_dtype: KvDtypeOpt = DEFAULT_KV_DTYPE,
-    method: MethodOpt = DEFAULT_METHOD,
-    draft: DraftOpt = None,
+    deploy: DeploymentFlags = DeploymentFlags(),
     k: Annotated[
         int, typer.Option("--k", "-k", min=0, max=64, help="Drafts per step; 0 = no speculation.")
     ] = 3,
@@ -86,8 +54,7 @@ def twin_cmd(
             "(replaces --alpha).",
         ),
     ] = None,
-    prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN,
-    output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN,
+    lengths: LengthFlags = LengthFlags(),
     time_scale: Annotated[
         float,
         typer.Option(
@@ -96,8 +63,6 @@ def twin_cmd(
             help="Wall seconds per simulated second; 0 = as fast as possible.",
         ),
     ] = 1.0,
-    max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_SEQS,
-    max_batched: MaxBatchedOpt = DEFAULT_MAX_BATCHED,
     max_model_len: Annotated[int, typer.Option("--max-model-len", min=2, max=1_048_576)] = 8192,
     host: Annotated[
         str, typer.Option("--host", help="Bind address (loopback by default).")
@@ -125,15 +90,7 @@ def twin_cmd(
         ),
     ] = 10.0,
     calibration: CalibrationOpt = None,
-    step_overhead_ms: StepOverheadOpt = None,
-    per_seq_overhead_us: PerSeqOverheadOpt = None,
-    per_token_overhead_us: PerTokenOverheadOpt = None,
-    draft_overhead_ms: DraftOverheadOpt = None,
-    spec_overhead_ms: SpecOverheadOpt = None,
-    target_time_scale: TargetScaleOpt = None,
-    draft_time_scale: DraftScaleOpt = None,
-    draft_tp: DraftTpOpt = None,
-    cudagraph_max_tokens: CudagraphOpt = None,
+    cost: CostFlags = CostFlags(),
     speculative_config: Annotated[
         str | None,
         typer.Option(
@@ -210,36 +167,18 @@ def twin_cmd(
         )
     schedule = None
     if speculative_config is not None:
-        k, schedule, method = _speculative(ctx, speculative_config, method)
+        k, schedule, method = _speculative(ctx, speculative_config, deploy.method)
+        deploy = dataclasses.replace(deploy, method=method)
     mix = (
         traffic_classes(classes, require_alpha=True)
         if classes
         else (TrafficClass(name="default", share=1.0, alpha=alpha),)
     )
-    flags = CostFlags(
-        step_overhead_ms, per_seq_overhead_us, per_token_overhead_us, draft_overhead_ms,
-        target_time_scale, draft_time_scale, draft_tp, cudagraph_max_tokens, spec_overhead_ms,
-    )  # fmt: skip
-    dep, profile = calibrated_deployment(
-        ctx,
-        deployment(
-            model=model,
-            gpu=gpu,
-            tp=tp,
-            dtype=dtype,
-            kv_dtype=kv_dtype,
-            method=method,
-            draft=draft,
-            max_num_seqs=max_num_seqs,
-            max_batched=max_batched,
-        ),
-        calibration,
-        flags,
-    )
+    dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
     try:
         cfg = TwinConfig(
             deployment=dep,
-            workload=workload(prompt_len, output_len, mix),
+            workload=lengths.workload(mix),
             k=k,
             k_by_batch_size=schedule,
             served_model_name=served,
