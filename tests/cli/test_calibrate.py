@@ -103,6 +103,16 @@ def test_simulate_and_plan_with_a_profile(profile: Path) -> None:
     assert "Llama-3.1-8B" in d["deployment"]  # the profile's deployment, not the default 70B
     assert d["calibration"][0].startswith("step-time coefficients calibrated")
     assert any("concurrency 64 is outside its range 1–16" in n for n in d["calibration"][1:])
+    # the Python API says the same: the notes are the simulator's, not the CLI's
+    import alphagate as ag
+    from alphagate.specs.calibration import load_profile
+
+    prof = load_profile(profile)
+    cfg = ag.SweepConfig(
+        deployment=prof.deployment, workload=ag.WorkloadConfig(), ks=(3,), alphas=(0.7,),
+        concurrencies=(1, 64), simulate_breakeven=False, num_requests=50,
+    )  # fmt: skip
+    assert ag.simulate(cfg, prof).calibration == d["calibration"]
     p = cli.json("plan", "--class", "chat:1:0.7", "--concurrency", "8", "--peak-concurrency",
                  "64", "--calibration", str(profile))  # fmt: skip
     assert any("concurrency 64 is outside its range 1–16" in n for n in p["calibration"][1:])

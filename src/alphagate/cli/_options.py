@@ -3,7 +3,7 @@ and the functions that turn them into the typed configs of the lower layers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -384,19 +384,8 @@ class CostFlags:
             config_error(exc, "--draft-tp/--cudagraph-max-tokens")
 
 
-#: Deployment flags a calibration profile fixes: (parameter name, flag, field of the profile's
-#: deployment it must equal).
-_PROFILE_FLAGS: tuple[tuple[str, str, Callable[[DeploymentConfig], object]], ...] = (
-    ("model", "--model", lambda d: d.model),
-    ("gpu", "--gpu", lambda d: d.gpu),
-    ("tp", "--tp", lambda d: d.tp),
-    ("dtype", "--dtype", lambda d: d.weight_dtype),
-    ("kv_dtype", "--kv-dtype", lambda d: d.kv_dtype),
-    ("method", "--method", lambda d: d.drafter.method),
-    ("draft", "--draft", lambda d: d.drafter.checkpoint),
-    ("max_num_seqs", "--max-num-seqs", lambda d: d.max_num_seqs),
-    ("max_batched", "--max-num-batched-tokens", lambda d: d.max_num_batched_tokens),
-)
+#: The calibration profile's name for each deployment flag (its parameter name elsewhere).
+_PROFILE_NAME = {"max_batched": "max_num_batched_tokens"}
 
 
 def calibrated_deployment(
@@ -412,17 +401,16 @@ def calibrated_deployment(
         profile = load_profile(calibration)
     except ConfigError as exc:
         fail(str(exc), "--calibration")
+    asked = {
+        _PROFILE_NAME.get(f.name, f.name): ctx.params[f.name]
+        for f in fields(DeploymentFlags)
+        if f.name in ctx.params and given(ctx, f.name)
+    }
+    try:
+        profile.check_fits(asked, str(calibration))
+    except ConfigError as exc:
+        config_error(exc)
     fitted = profile.deployment
-    for param, flag, field_of in _PROFILE_FLAGS:
-        if param not in ctx.params or not given(ctx, param):
-            continue
-        typed, want = ctx.params[param], field_of(fitted)
-        if typed != want and not (param == "model" and _same_model(str(typed), str(want))):
-            fail(
-                f"{calibration} was fitted for {flag} {want}, not {typed}: its coefficients scale "
-                f"that deployment's terms; omit {flag} or calibrate for {typed}",
-                flag,
-            )
     return flags.apply(fitted), profile
 
 
@@ -431,7 +419,3 @@ def given(ctx: typer.Context, param: str) -> bool:
     from the environment, not left at its default."""
     source = ctx.get_parameter_source(param)
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
-
-
-def _same_model(a: str, b: str) -> bool:
-    return a.strip().lower() == b.strip().lower()

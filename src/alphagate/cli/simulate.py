@@ -207,15 +207,6 @@ def simulate_cmd(
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:
         config_error(exc)
-    if profile is not None:
-        notes = [profile.summary()] + [
-            n
-            for n in (
-                profile.range_note(int(load), max(cfg.ks)) for load in (cfg.concurrencies or ())
-            )
-            if n
-        ]
-        result = result.model_copy(update={"calibration": notes})
     if plot is not None:
         _plots(result, plot)
     show("simulate", result, as_json, _render)

@@ -55,6 +55,7 @@ __all__ = [
     "SweepConfig",
     "SweepResult",
     "breakeven_alpha_sim",
+    "calibration_notes",
     "crossover_concurrency_sim",
     "default_num_requests",
     "simulate",
@@ -420,7 +421,8 @@ def run_sweep(
 def simulate(cfg: SweepConfig, calibration: CalibrationProfile | None = None) -> SweepResult:
     """Resolve the deployment (TP chosen for the largest load), build its step-time model, sweep;
     the intervals use ``calibration``'s fitted ranges when one was applied to the deployment,
-    else the documented priors."""
+    else the documented priors, and the result says where the loads leave the range it was
+    fitted over (:func:`calibration_notes`)."""
     peak = max(cfg.concurrencies) if cfg.concurrencies else cfg.deployment.max_num_seqs
     resolved = resolve_deployment(cfg.deployment, cfg.workload, peak)
     cost = build_cost_model(resolved)
@@ -432,4 +434,15 @@ def simulate(cfg: SweepConfig, calibration: CalibrationProfile | None = None) ->
             return build_cost_model(resolve_deployment(dep, cfg.workload, peak))
 
         design = CostDesign(cost, cost_ranges(cfg.deployment, calibration), rebuild)
-    return run_sweep(cfg, resolved, cost, design)
+    result = run_sweep(cfg, resolved, cost, design)
+    if calibration is None:
+        return result
+    return result.model_copy(update={"calibration": calibration_notes(cfg, calibration)})
+
+
+def calibration_notes(cfg: SweepConfig, calibration: CalibrationProfile) -> list[str]:
+    """What the profile was fitted on, and each simulated load outside the range it was fitted
+    over (its coefficients extrapolate there)."""
+    top_k = max(cfg.ks)
+    outside = (calibration.range_note(int(c), top_k) for c in cfg.concurrencies or ())
+    return [calibration.summary(), *(n for n in outside if n)]

@@ -13,6 +13,7 @@ the sweep was interrupted.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal
 
@@ -24,6 +25,7 @@ from alphagate.specs.deployment import DeploymentConfig, NgramDrafter
 
 __all__ = [
     "COEFFICIENT_FIELDS",
+    "PROFILE_SETTINGS",
     "CalibrationPoint",
     "CalibrationProfile",
     "FittedCoefficient",
@@ -114,6 +116,21 @@ class CalibrationPoint(Frozen):
     weight: float = Field(description="1 ÷ the row's relative variance (samples, simulated spread)")
 
 
+#: The deployment settings a calibration profile fixes, by the name of the flag that sets them,
+#: and where the profile's deployment holds each.
+PROFILE_SETTINGS: Final[dict[str, Callable[[DeploymentConfig], object]]] = {
+    "model": lambda d: d.model,
+    "gpu": lambda d: d.gpu,
+    "tp": lambda d: d.tp,
+    "dtype": lambda d: d.weight_dtype,
+    "kv_dtype": lambda d: d.kv_dtype,
+    "method": lambda d: d.drafter.method,
+    "draft": lambda d: d.drafter.checkpoint,
+    "max_num_seqs": lambda d: d.max_num_seqs,
+    "max_num_batched_tokens": lambda d: d.max_num_batched_tokens,
+}
+
+
 class CalibrationProfile(Results):
     """Coefficients of the step-time model fitted to one server's measurements."""
 
@@ -160,6 +177,24 @@ class CalibrationProfile(Results):
     def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
         """``dep`` with the fitted coefficients set (its other fields kept)."""
         return with_coefficients(dep, self.values())
+
+    def check_fits(self, given: dict[str, object], where: str = "the profile") -> None:
+        """Refuse (:class:`ConfigError` naming the field) a deployment setting that differs
+        from the one the profile was fitted for: its coefficients scale that deployment's
+        terms. ``given``: the settings asked for, by :data:`PROFILE_SETTINGS` name."""
+        d = self.deployment
+        for name, asked in given.items():
+            fitted = PROFILE_SETTINGS[name](d)
+            same = asked == fitted or (
+                name == "model" and str(asked).strip().lower() == str(fitted).strip().lower()
+            )
+            if not same:
+                flag = "--" + name.replace("_", "-")
+                raise ConfigError(
+                    f"{where} was fitted for {flag} {fitted}, not {asked}: its coefficients "
+                    f"scale that deployment's terms; omit {flag} or calibrate for {asked}",
+                    name,
+                )
 
     def range_note(self, concurrency: int, k: int | None = None) -> str | None:
         """Why predictions at ``concurrency`` (and K) extrapolate the profile, or None."""
