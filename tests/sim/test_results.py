@@ -29,6 +29,9 @@ def test_itl_per_token_divides_each_chunk_gap_by_its_tokens() -> None:
     assert s.mean_tokens_per_chunk == pytest.approx(4.0)
     assert s.draft_acceptance_rate == pytest.approx(1.0)
     assert s.mean_acceptance_length == pytest.approx(4.0)
+    # the counts vLLM keeps, not rates to multiply back: every draft of every step accepted
+    assert s.num_accepted_per_pos == [s.num_drafts] * 3
+    assert sum(s.num_accepted_per_pos) == s.num_accepted_tokens
 
 
 def test_itl_per_token_weights_by_tokens_in_mixed_chunks() -> None:

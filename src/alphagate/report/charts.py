@@ -362,11 +362,12 @@ def sweep_itl_cdf_chart(r: SweepResult, k: int | None = None) -> Chart:
 def _cell_estimate(c: SweepCell) -> AcceptanceEstimate | None:
     """The simulator's counters of one cell, as vLLM would count them, with intervals."""
     s = c.spec
-    if not s.num_drafts or not s.per_position_acceptance:
+    if not s.num_drafts or not s.num_accepted_per_pos:
         return None
-    drafts = float(s.num_drafts)
-    per_pos = [float(round(x * drafts)) for x in s.per_position_acceptance]
-    return estimate(drafts, float(s.num_draft_tokens), float(s.num_accepted_tokens), per_pos, k=c.k)
+    per_pos = [float(x) for x in s.num_accepted_per_pos]
+    return estimate(
+        float(s.num_drafts), float(s.num_draft_tokens), float(s.num_accepted_tokens), per_pos, k=c.k
+    )
 
 
 def _sweep_estimates(r: SweepResult) -> tuple[str, list[tuple[str, AcceptanceEstimate]]]:

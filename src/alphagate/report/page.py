@@ -709,13 +709,14 @@ def _alpha_sources(inp: ReportInputs) -> list[Block]:
                 _c(pi.source, c.name, f"{c.share:.2f}", c.alpha_label, c.alpha_source, c.source)
             )
     for si in inp.of(SweepInput):
-        for m in si.result.mixes:
+        r = si.result
+        for m, a in zip(r.mixes, r.mix_alphas or [None] * len(r.mixes), strict=True):
             rows.append(
                 _c(
                     si.source,
                     m,
-                    "1.00" if m.startswith("α=") else "mix",
-                    m.removeprefix("α="),
+                    "1.00" if a is not None else "mix",
+                    f"{a:g}" if a is not None else m,
                     "given",
                     "the sweep's acceptance axis",
                 )

@@ -113,6 +113,11 @@ class SimSummary(LatencyStats):
     num_drafts: int
     num_draft_tokens: int
     num_accepted_tokens: int
+    num_accepted_per_pos: list[int] | None = Field(
+        default=None,
+        description="drafts accepted at each position, counted as vLLM counts "
+        "spec_decode_num_accepted_tokens_per_pos (None without speculation)",
+    )
     draft_acceptance_rate: float | None
     mean_acceptance_length: float | None
     per_position_acceptance: list[float] | None
@@ -162,12 +167,14 @@ def summarize(trace: RunTrace) -> SimSummary:
 
     rho = tau = None
     per_pos: list[float] | None = None
+    counts: list[int] | None = None
     implied: list[float | None] | None = None
     if trace.num_drafts > 0 and trace.num_draft_tokens > 0:
         rho = trace.num_accepted_tokens / trace.num_draft_tokens
         tau = 1.0 + trace.num_accepted_tokens / trace.num_drafts
         rates = trace.accepted_per_pos / trace.num_drafts
         per_pos = [float(x) for x in rates]
+        counts = [int(x) for x in trace.accepted_per_pos]
         implied = [None if np.isnan(x) else float(x) for x in conditional_from_unconditional(rates)]
 
     load = (
@@ -195,6 +202,7 @@ def summarize(trace: RunTrace) -> SimSummary:
         num_drafts=trace.num_drafts,
         num_draft_tokens=trace.num_draft_tokens,
         num_accepted_tokens=trace.num_accepted_tokens,
+        num_accepted_per_pos=counts,
         draft_acceptance_rate=rho,
         mean_acceptance_length=tau,
         per_position_acceptance=per_pos,

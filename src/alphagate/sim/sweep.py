@@ -247,6 +247,11 @@ class SweepResult(Frozen):
     deployment_detail: DeploymentSummary
     ks: list[int]
     mixes: list[str]
+    mix_alphas: list[float | None] = Field(
+        default_factory=list,
+        description="each mix's α when it is one class at one α (the --alpha axis); None for a "
+        "traffic mix",
+    )
     rows: list[LoadRow]
     cells: list[SweepCell]
     crossovers: list[Crossover]
@@ -410,6 +415,7 @@ def run_sweep(
         deployment_detail=resolved.summary(),
         ks=list(cfg.ks),
         mixes=[m[0] for m in cfg.mixes()],
+        mix_alphas=[m[1] for m in cfg.mixes()],
         rows=rows,
         cells=cells,
         crossovers=crossovers,
