@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from alphagate.bench.records import RequestRecord
 from alphagate.report import charts
 from alphagate.report.inputs import BenchInput, PlanInput, SweepInput, parse_records, parse_results
 from tests.results_files import CLASS_ALPHA, K
@@ -132,34 +131,6 @@ def test_plan_alpha_shows_a_prior_with_its_range(results: dict[str, Path]) -> No
     assert code.low is not None and set(code.low) == {prior.alpha_low}
     pmf = charts.plan_acceptance_length_chart(p).panels[0].lines[0]
     assert sum(pmf.y) == pytest.approx(1.0)
-
-
-def test_chunk_acceptance_by_hand() -> None:
-    def rec(tokens: list[int]) -> RequestRecord:
-        return RequestRecord(
-            run_id="r", id=0, target="candidate", level="c1", cls="chat", prompt_tokens=1,
-            output_tokens=sum(tokens), send_s=0.0, ttft_s=0.01,
-            chunk_times_s=[0.01 * (i + 1) for i in range(len(tokens))], chunk_tokens=tokens,
-            tokens_per_chunk_source="usage", e2e_s=0.1,
-        )  # fmt: skip
-
-    # first and last chunks are skipped; 6 tokens is more than K + 1 = 4 (merged steps)
-    est, skipped = charts.chunk_acceptance([rec([1, 3, 1, 2, 4, 6, 2, 1])], k=3)
-    # steps of 3, 1, 2, 4 and 2 tokens: 4 accept a first draft, 2 a second, 1 a third
-    assert skipped == 1
-    assert est.num_drafts == 5 and est.accepted_per_pos == [4.0, 2.0, 1.0]
-    assert est.alpha_by_pos == pytest.approx([4 / 5, 2 / 4, 1 / 2])
-    assert est.acceptance_histogram == [1.0, 2.0, 1.0, 1.0]
-
-
-def test_itl_per_token_samples_by_hand() -> None:
-    r = RequestRecord(
-        run_id="r", id=0, target="baseline", level="c1", cls=None, prompt_tokens=1,
-        output_tokens=6, send_s=0.0, ttft_s=0.1, chunk_times_s=[0.1, 0.3, 0.6],
-        chunk_tokens=[1, 2, 3], tokens_per_chunk_source="usage", e2e_s=0.6,
-    )  # fmt: skip
-    vals, w = charts.itl_per_token_samples([r])
-    assert vals == pytest.approx([0.1, 0.1]) and list(w) == [2.0, 3.0]
 
 
 def test_bench_cdf_matches_the_summary_percentiles(results: dict[str, Path]) -> None:

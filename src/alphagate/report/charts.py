@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from alphagate import theory
+from alphagate.bench.chunks import chunk_acceptance, itl_per_token_samples
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
 from alphagate.core.records import Interval
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
@@ -46,9 +45,7 @@ __all__ = [
     "bench_sides",
     "bench_speedup_chart",
     "bench_where",
-    "chunk_acceptance",
     "elsewhere",
-    "itl_per_token_samples",
     "measure_acceptance_length_chart",
     "measure_alpha_chart",
     "plan_acceptance_length_chart",
@@ -968,23 +965,6 @@ def bench_itl_chart(b: BenchResult, plans: Sequence[Plan] = ()) -> Chart | None:
     )
 
 
-def itl_per_token_samples(
-    records: Iterable[RequestRecord],
-) -> tuple[np.ndarray, np.ndarray]:
-    """(gap ÷ tokens, tokens) per streamed chunk after the first, over finished requests: the
-    per-token ITL samples and their weights (:meth:`RequestRecord.itl_per_token_s`)."""
-    vals, weights = [], []
-    for r in records:
-        if r.warmup or not r.ok or len(r.chunk_times_s) < 2:
-            continue
-        v, w = r.itl_per_token_s()  # [n_chunks - 1] each
-        vals.append(v)
-        weights.append(w)
-    if not vals:
-        return np.zeros(0), np.zeros(0)
-    return np.concatenate(vals), np.concatenate(weights)
-
-
 def bench_itl_cdf_chart(
     b: BenchResult, records: Sequence[RequestRecord], plans: Sequence[Plan] = ()
 ) -> Chart | None:
@@ -1037,29 +1017,6 @@ def _measured_levels(b: BenchResult) -> list[tuple[LevelSummary, AcceptanceEstim
         for lv in b.levels
         if lv.acceptance is not None and lv.acceptance.num_drafts > 0 and lv.acceptance.alpha_by_pos
     ]
-
-
-def chunk_acceptance(records: Iterable[RequestRecord], k: int) -> tuple[AcceptanceEstimate, int]:
-    """Acceptance counted from the client side — the sizes of the streamed chunks — and how many
-    chunks were left out.
-
-    Assumes one streamed chunk per engine step, so a chunk of j tokens is a step that accepted
-    j − 1 drafts. The first chunk (the prefill's token) and the last (cut by max_tokens or a stop)
-    are not steps of that kind and are skipped; so is any chunk with more than K + 1 tokens (the
-    server merged steps for a slow reader).
-    """
-    sizes: list[int] = []
-    skipped = 0
-    for r in records:
-        if r.warmup or not r.ok:
-            continue
-        inner = r.chunk_tokens[1:-1]
-        sizes += [t for t in inner if 1 <= t <= k + 1]
-        skipped += sum(1 for t in inner if not 1 <= t <= k + 1)
-    n = np.asarray(sizes, dtype=np.int64)  # [steps]
-    per_pos = [float(np.count_nonzero(n > i)) for i in range(1, k + 1)]  # ≥ i drafts accepted
-    est = estimate(float(n.size), float(k * n.size), float((n - 1).sum()), per_pos, k=k)
-    return est, skipped
 
 
 def _class_records(
