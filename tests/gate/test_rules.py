@@ -4,8 +4,22 @@ flags', the default error rules, and the evidence minimums."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 import alphagate as ag
-from alphagate.gate.rules import DEFAULT_MAX_ERROR_RATE, Rule, RuleSet, rule_set
+from alphagate.core.errors import ConfigError
+from alphagate.gate.rules import (
+    DEFAULT_MAX_ERROR_RATE,
+    Rule,
+    RuleSet,
+    load_rules,
+    refuse_vacuous,
+    rule_set,
+)
+from tests.conftest import Cli
 
 TPOT = Rule(metric="tpot_speedup", op=">=", threshold=1.1, concurrency=8, source="flag")
 ALPHA = Rule(metric="alpha", op=">=", threshold=0.5, source="plan")
@@ -41,3 +55,37 @@ def test_minimums_are_the_stricter_of_the_flag_and_the_file_else_the_defaults() 
 
 def test_the_python_api_has_it() -> None:
     assert ag.rule_set is rule_set
+
+
+@pytest.mark.parametrize(
+    ("metric", "op", "threshold"),
+    [
+        ("alpha", ">=", 0.0),
+        ("tpot_speedup", ">=", 0.0),
+        ("mean_acceptance_length", ">=", 1.0),
+        ("error_rate", "<=", 1.0),
+    ],
+)
+def test_a_rule_that_cannot_fail_is_refused_from_flags_and_files(
+    metric: str, op: str, threshold: float, tmp_path: Path
+) -> None:
+    rule = Rule(metric=metric, op=op, threshold=threshold)  # type: ignore[arg-type]
+    assert rule.vacuous
+    with pytest.raises(ConfigError, match="passes whatever is measured") as e:
+        refuse_vacuous(rule, "min_x")
+    assert e.value.field == "min_x"
+    f = tmp_path / "rules.json"
+    f.write_text(json.dumps({"rules": [{"metric": metric, "op": op, "threshold": threshold}]}))
+    with pytest.raises(ConfigError, match=r"rules\.0: .* passes whatever is measured"):
+        load_rules(f)
+    tighter = threshold + 0.01 if op == ">=" else threshold - 0.01
+    assert not Rule(metric=metric, op=op, threshold=tighter).vacuous  # type: ignore[arg-type]
+
+
+def test_the_gate_names_the_flag_of_a_rule_that_cannot_fail(tmp_path: Path) -> None:
+    m = tmp_path / "m.json"
+    m.write_text("{}")
+    r = Cli().run("gate", "--min-tpot-speedup", "0", "--measure", str(m), "--json")
+    assert r.exit_code == 2
+    err = json.loads(r.stdout)["error"]
+    assert err["param"] == "--min-tpot-speedup" and "passes whatever is measured" in err["message"]

@@ -355,19 +355,22 @@ def gate_cmd(
         from_plan = plan_rules(the_plan, plan) if the_plan is not None and plan else []
     except ConfigError as exc:
         config_error(exc, "--plan/--rules")
-    flagged = flag_rules(
-        cls,
-        concurrency,
-        min_draft_acceptance_rate=min_draft_acceptance_rate,
-        min_alpha=min_alpha,
-        min_mean_acceptance_length=min_mean_acceptance_length,
-        min_throughput_speedup=min_throughput_speedup,
-        min_tpot_speedup=min_tpot_speedup,
-        min_itl_per_token_p99_speedup=min_itl_p99,
-        min_goodput_speedup=min_goodput_speedup,
-        max_error_rate=max_error_rate,
-        max_itl_per_token_p99_ms=max_itl_p99_ms,
-    )
+    try:
+        flagged = flag_rules(
+            cls,
+            concurrency,
+            min_draft_acceptance_rate=min_draft_acceptance_rate,
+            min_alpha=min_alpha,
+            min_mean_acceptance_length=min_mean_acceptance_length,
+            min_throughput_speedup=min_throughput_speedup,
+            min_tpot_speedup=min_tpot_speedup,
+            min_itl_per_token_p99_speedup=min_itl_p99,
+            min_goodput_speedup=min_goodput_speedup,
+            max_error_rate=max_error_rate,
+            max_itl_per_token_p99_ms=max_itl_p99_ms,
+        )
+    except ConfigError as exc:
+        config_error(exc)
     if not (base or from_plan or flagged):
         fail("no rules: give --plan, --rules or a --min-…/--max-… flag", "--plan")
     rs = rule_set(

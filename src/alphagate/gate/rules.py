@@ -102,6 +102,13 @@ class Rule(Frozen):
             raise ValueError(f"a {self.metric} threshold must lie in [{lo:g}, {hi:g}]")
         return self
 
+    @property
+    def vacuous(self) -> bool:
+        """A ``≥`` rule at the bottom of its metric's range, or a ``≤`` rule at the top: it
+        passes whatever is measured."""
+        lo, hi = RANGES[self.metric]
+        return self.threshold <= lo if self.op == ">=" else self.threshold >= hi
+
     def describe(self) -> str:
         """``α [chat] ≥ 0.2964``, ``TPOT speedup @c16 ≥ 1.05``."""
         scope = f" [{self.cls}]" if self.cls else ""
@@ -198,6 +205,14 @@ def rule_set(
     )
 
 
+def refuse_vacuous(rule: Rule, field: str) -> Rule:
+    """``rule``, or :class:`ConfigError` (naming ``field``) for one that cannot fail
+    (:attr:`Rule.vacuous`): a gate that passes on no evidence."""
+    if rule.vacuous:
+        raise ConfigError(_vacuous(rule), field)
+    return rule
+
+
 def load_rules(path: Path) -> RuleSet:
     """A rules file: ``{"rules": [{"metric": ..., "op": ..., "threshold": ...}], ...}`` (JSON)."""
     if not path.is_file():
@@ -209,9 +224,16 @@ def load_rules(path: Path) -> RuleSet:
         raise ConfigError(f"{path}: not a JSON rules file ({exc})") from None
     except ValidationError as exc:
         raise ConfigError(f"{path}: {validation_problem(exc)}") from None
+    for i, r in enumerate(rs.rules):
+        if r.vacuous:
+            raise ConfigError(f"{path}: rules.{i}: {_vacuous(r)}", "rules")
     return rs.model_copy(
         update={"rules": [r.model_copy(update={"source": str(path)}) for r in rs.rules]}
     )
+
+
+def _vacuous(r: Rule) -> str:
+    return f"{r.describe()} passes whatever is measured: give a threshold that a bad build fails"
 
 
 def rules_from_plan(path: Path) -> list[Rule]:

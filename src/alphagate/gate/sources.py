@@ -25,7 +25,7 @@ from alphagate.gate.evidence import (
     load_vllm_result,
     read_bench,
 )
-from alphagate.gate.rules import AB_METRICS, Metric, Rule, RuleSet
+from alphagate.gate.rules import AB_METRICS, Metric, Rule, RuleSet, refuse_vacuous
 from alphagate.measure.live import (
     LiveConfig,
     LiveWindow,
@@ -54,23 +54,23 @@ FLAG_METRICS: dict[str, tuple[Metric, str]] = {
 
 def flag_rules(cls: str | None, concurrency: int | None, **values: float | None) -> list[Rule]:
     """Rules from ``--min-…``/``--max-…`` flags; acceptance rules take ``cls``, A/B rules take
-    ``concurrency`` (the bench level they judge)."""
+    ``concurrency`` (the bench level they judge). :class:`ConfigError` naming the flag for a
+    rule that cannot fail."""
     out = []
     for key, value in values.items():
         if value is None:
             continue
         metric, op = FLAG_METRICS[key]
         ab = metric in AB_METRICS
-        out.append(
-            Rule(
-                metric=metric,
-                op=">=" if op == ">=" else "<=",
-                threshold=value,
-                cls=None if ab else cls,
-                concurrency=concurrency if ab else None,
-                source="flag",
-            )
+        rule = Rule(
+            metric=metric,
+            op=">=" if op == ">=" else "<=",
+            threshold=value,
+            cls=None if ab else cls,
+            concurrency=concurrency if ab else None,
+            source="flag",
         )
+        out.append(refuse_vacuous(rule, key))
     return out
 
 
