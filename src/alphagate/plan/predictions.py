@@ -245,8 +245,11 @@ class Predictor:
     def model_schedule(self, classes: tuple[TrafficClass, ...]) -> list[int]:
         """Best K per batch size 1..max_num_seqs from the model, non-increasing, capped at K."""
         k_cap = self.req.k or self.req.k_max
-        ks = [
-            best_k_model(self.cost, classes, float(b), self.workload, k_cap)[0]
-            for b in range(1, self.req.deployment.max_num_seqs + 1)
-        ]
+        n = self.req.deployment.max_num_seqs
+        ks: list[int] = []
+        for b in range(1, n + 1):
+            ks.append(best_k_model(self.cost, classes, float(b), self.workload, k_cap)[0])
+            if ks[-1] == 0:  # off from here on: the schedule never rises again
+                ks += [0] * (n - b)
+                break
         return [int(x) for x in np.minimum.accumulate(ks)]
