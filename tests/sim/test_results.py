@@ -58,3 +58,22 @@ def test_weighted_distribution_by_hand() -> None:
     assert d.mean == pytest.approx((4 * 500 + 2000) / 5)
     assert d.p50 == pytest.approx(500.0) and d.p99 == pytest.approx(2000.0)
     assert Distribution.of([]).mean is None
+
+
+def test_a_result_written_before_the_counts_field_reads_them_from_its_rates() -> None:
+    """Files of older versions keep every chart: the counts come back from the rates, and a
+    sweep's α per mix from its labels."""
+    from alphagate.sim.sweep import SweepResult
+
+    cost = constant_cost(draft_cost=0.0)
+    sc = scenario(
+        3, 0.7, ClosedLoop(users=2), 3, prompt=FixedLength(value=1), output=FixedLength(value=41)
+    )
+    s = summarize(run_engine(cost, sc, np.random.default_rng(0)))
+    old = s.model_dump(mode="json")
+    del old["num_accepted_per_pos"]
+    assert type(s).model_validate(old).num_accepted_per_pos == s.num_accepted_per_pos
+    assert SweepResult._alphas_of_older_files({"mixes": ["α=0.6", "mix"]})["mix_alphas"] == [
+        0.6,
+        None,
+    ]

@@ -52,3 +52,22 @@ def test_every_setting_is_read_from_the_profiles_deployment() -> None:
     d = _profile().deployment
     assert {k: f(d) for k, f in PROFILE_SETTINGS.items()}["max_num_seqs"] == 64
     assert set(PROFILE_SETTINGS) >= {"model", "gpu", "tp", "dtype", "method", "draft"}
+
+
+def test_the_python_api_refuses_a_profile_of_another_deployment() -> None:
+    import alphagate as ag
+
+    p = _profile()
+    other = p.apply(DeploymentConfig(model="llama-3.1-8b", gpu="a100-80gb", tp=1, max_num_seqs=64))
+    cfg = ag.SweepConfig(
+        deployment=other, workload=ag.WorkloadConfig(), ks=(1,), alphas=(0.7,),
+        concurrencies=(1,), simulate_breakeven=False, num_requests=20,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="fitted for --gpu h100") as e:
+        ag.simulate(cfg, p)
+    assert e.value.field == "gpu"
+    wl = ag.WorkloadConfig(classes=(ag.TrafficClass(name="chat", share=1.0, alpha=0.7),))
+    req = ag.PlanRequest(deployment=other, calibration=p, workload=wl, concurrency=1)
+    with pytest.raises(ConfigError, match="fitted for --gpu h100"):
+        ag.build_plan(req)
+    p.check_deployment(p.deployment)  # its own deployment fits

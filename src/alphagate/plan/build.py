@@ -806,7 +806,10 @@ def _uncertainty(
 
 
 def build_plan(req: PlanRequest) -> Plan:
-    """Compute the plan for ``req`` (raises SpecError / ConfigError on impossible input)."""
+    """Compute the plan for ``req`` (raises SpecError / ConfigError on impossible input, and on
+    a calibration profile fitted for another deployment)."""
+    if req.calibration is not None:
+        req.calibration.check_deployment(req.deployment)
     pred = Predictor(req)
     classes = _resolve_classes(req)
     blend = _blend(classes)

@@ -9,9 +9,11 @@ chunk gap ÷ tokens in the chunk, one sample per token) are reported; TPOT = (E2
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from alphagate.core.records import Frozen
 from alphagate.sim.engine import RunTrace
@@ -123,6 +125,17 @@ class SimSummary(LatencyStats):
     per_position_acceptance: list[float] | None
     implied_alpha_by_pos: list[float | None] | None
     itl_per_token_cdf_ms: list[float]  # quantiles at CDF_LEVELS, for plotting
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counts_of_older_files(cls, data: Any) -> Any:
+        """A result written before ``num_accepted_per_pos``: the counts from the rates it kept
+        (each rate is a count over ``num_drafts``, so the product is that count)."""
+        if isinstance(data, dict) and data.get("num_accepted_per_pos") is None:
+            rates, drafts = data.get("per_position_acceptance"), data.get("num_drafts")
+            if rates and isinstance(drafts, int) and drafts > 0:
+                data = {**data, "num_accepted_per_pos": [round(x * drafts) for x in rates]}
+        return data
 
 
 CDF_LEVELS = tuple(i / 100.0 for i in range(101))

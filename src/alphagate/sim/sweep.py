@@ -12,6 +12,8 @@ Two independent routes to each derived answer, cross-checked in the tests and si
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field, model_validator
 
@@ -240,6 +242,15 @@ class Crossover(Frozen):
     )
 
 
+def _label_alpha(label: object) -> float | None:
+    if isinstance(label, str) and label.startswith("α="):
+        try:
+            return float(label.removeprefix("α="))
+        except ValueError:
+            return None
+    return None
+
+
 class SweepResult(Frozen):
     """Everything ``alphagate simulate`` prints: cells, per-load rows, crossovers."""
 
@@ -266,6 +277,15 @@ class SweepResult(Frozen):
         description="where the intervals' ranges come from (prior: documented ranges; "
         "calibration: a profile's fitted values ± 2 SE); None: no intervals computed",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _alphas_of_older_files(cls, data: Any) -> Any:
+        """A result written before ``mix_alphas``: each mix's α from its label, which was then
+        ``α=<value>`` for one class at one α (:meth:`SweepConfig.mixes`)."""
+        if isinstance(data, dict) and not data.get("mix_alphas") and data.get("mixes"):
+            data = {**data, "mix_alphas": [_label_alpha(m) for m in data["mixes"]]}
+        return data
 
     def cell(self, load: float, k: int, mix: str) -> SweepCell | None:
         return next((c for c in self.cells if c.load == load and c.k == k and c.mix == mix), None)
@@ -428,7 +448,10 @@ def simulate(cfg: SweepConfig, calibration: CalibrationProfile | None = None) ->
     """Resolve the deployment (TP chosen for the largest load), build its step-time model, sweep;
     the intervals use ``calibration``'s fitted ranges when one was applied to the deployment,
     else the documented priors, and the result says where the loads leave the range it was
-    fitted over (:func:`calibration_notes`)."""
+    fitted over (:func:`calibration_notes`); a profile fitted for another deployment is refused
+    (:class:`~alphagate.core.errors.ConfigError`)."""
+    if calibration is not None:
+        calibration.check_deployment(cfg.deployment)
     peak = max(cfg.concurrencies) if cfg.concurrencies else cfg.deployment.max_num_seqs
     resolved = resolve_deployment(cfg.deployment, cfg.workload, peak)
     cost = build_cost_model(resolved)

@@ -196,6 +196,11 @@ class CalibrationProfile(Results):
                     name,
                 )
 
+    def check_deployment(self, dep: DeploymentConfig) -> None:
+        """:meth:`check_fits` for a whole deployment (the Python API's check: a simulation or
+        plan made with this profile must be of the deployment it was fitted for)."""
+        self.check_fits({name: get(dep) for name, get in PROFILE_SETTINGS.items()})
+
     def range_note(self, concurrency: int, k: int | None = None) -> str | None:
         """Why predictions at ``concurrency`` (and K) extrapolate the profile, or None."""
         lo, hi = self.valid_concurrency
