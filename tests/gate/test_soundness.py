@@ -61,12 +61,14 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
                 "-c", "4", "-n", "24", "--repeats", "3", "--out", str(out), "--no-progress",
             )  # fmt: skip
         assert r.exit_code == 0, r.output
-        g = cli.json(
+        judged = cli.run(
             "gate", "--bench", str(out / "summary.json"), "--min-tpot-speedup", "0.1",
-            "--min-requests", "10", "--min-drafts", "10", "--ignore-errors",
+            "--min-requests", "10", "--min-drafts", "10", "--ignore-errors", "--json",
         )  # fmt: skip
+        g = json.loads(judged.stdout)
         if not g["results"][0]["why"].startswith(DISTORTED):
-            break  # else the machine distorted the A/B, and the gate says "rerun"
+            break  # else the machine distorted the A/B (exit 3), and the gate says "rerun"
+    assert judged.exit_code == 0, judged.output
     return out, g["results"][0]
 
 
