@@ -26,9 +26,9 @@ import urllib.request
 import numpy as np
 
 from alphagate.bench.ab import ab_value
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import load_prompts
 from alphagate.bench.run import run_bench
-from alphagate.bench.runner import BenchConfig, Level
 from alphagate.theory.intervals import ratio_interval
 
 

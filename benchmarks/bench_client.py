@@ -22,8 +22,9 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.runner import BenchConfig, BenchRunner, Level
+from alphagate.bench.runner import BenchRunner
 
 
 def _free_port() -> int:

@@ -35,8 +35,9 @@ PROMPTS, OUTPUT, K = 32, 128, 3
 def _serve(
     url: str, model: str, prompts: list[str], tokens: int, save_to: Path | None, conc: int = 8
 ) -> float:
+    from alphagate.bench.config import BenchConfig, Level
     from alphagate.bench.dataset import Prompt
-    from alphagate.bench.runner import BenchConfig, BenchRunner, Level
+    from alphagate.bench.runner import BenchRunner
 
     ps = [Prompt(p, None, None, tokens, True) for p in prompts]
     cfg = BenchConfig(

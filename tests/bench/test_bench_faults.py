@@ -10,9 +10,10 @@ import contextlib
 import json
 from pathlib import Path
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import RequestRecord
-from alphagate.bench.runner import BenchConfig, BenchRunner, Level
+from alphagate.bench.runner import BenchRunner
 from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import load_prompts
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.run import run_bench
-from alphagate.bench.runner import BenchConfig, Level
 from alphagate.bench.validity import BOUNDS, ServerLag, run_validity
 from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig

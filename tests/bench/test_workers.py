@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import load_prompts
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.run import run_bench
-from alphagate.bench.runner import BenchConfig, Level
 from alphagate.bench.workers import split_level
 from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from alphagate.bench.runner import BenchConfig, Level
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli

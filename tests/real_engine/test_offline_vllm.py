@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.runner import BenchConfig, BenchRunner, Level
+from alphagate.bench.runner import BenchRunner
 from alphagate.measure.estimate import estimate
 from tests.conftest import Cli
 from tests.real_engine.harness import REPO, vllm_server

@@ -14,9 +14,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import LevelSummary
-from alphagate.bench.runner import BenchConfig, BenchRunner, Level
+from alphagate.bench.runner import BenchRunner
 from alphagate.measure.prom import parse_spec_counters, spec_delta
 from alphagate.sim.results import speedups
 from tests.real_engine.harness import VllmServer, run_vllm_bench, vllm_server

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from alphagate.bench import aio
+from alphagate.bench.config import BenchConfig
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels
-from alphagate.bench.runner import BenchConfig, BenchRunner
+from alphagate.bench.runner import BenchRunner
 
 __all__ = ["redacted_config", "run_bench"]
 

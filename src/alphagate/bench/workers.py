@@ -40,9 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 from alphagate.bench import aio
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import RequestRecord
-from alphagate.bench.runner import BenchConfig, BenchRunner, Level
+from alphagate.bench.runner import BenchRunner
 
 __all__ = ["Share", "WorkerPool", "split_level"]
 

@@ -34,10 +34,10 @@ from typing import Final
 
 from pydantic import Field, SecretStr
 
+from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import DatasetError, Prompt, load_prompts
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
 from alphagate.bench.run import run_bench
-from alphagate.bench.runner import BenchConfig, Level
 from alphagate.calibrate.observations import Observation, observations_from_result
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen

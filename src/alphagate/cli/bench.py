@@ -40,9 +40,9 @@ except KeyboardInterrupt:  # pragma: no cover - timing; tests/cli/test_signals.p
     raise SystemExit(130) from None
 
 if TYPE_CHECKING:
+    from alphagate.bench.config import BenchConfig
     from alphagate.bench.dataset import Prompt
     from alphagate.bench.records import BenchResult, RequestRecord
-    from alphagate.bench.runner import BenchConfig
     from alphagate.bench.slo import SLO
     from alphagate.bench.sweep import Sweep
 
@@ -630,7 +630,7 @@ def _config(
 ) -> BenchConfig:
     from pydantic import SecretStr, ValidationError
 
-    from alphagate.bench.runner import BenchConfig, levels_for
+    from alphagate.bench.config import BenchConfig, levels_for
     from alphagate.bench.secrets import auth_headers
     from alphagate.core.errors import ConfigError
     from alphagate.core.secrets import redact

@@ -113,9 +113,9 @@ def _plans() -> None:
 
 def _measure() -> None:
     """Stage 0–2 on two local twins: baseline vs EAGLE-3 (α = 0.7), measured, not assumed."""
+    from alphagate.bench.config import BenchConfig, Level
     from alphagate.bench.dataset import load_prompts
     from alphagate.bench.run import run_bench
-    from alphagate.bench.runner import BenchConfig, Level
     from alphagate.core.traffic import TrafficClass
     from alphagate.report.bench import render_bench
     from alphagate.specs import DeploymentConfig, WorkloadConfig
