@@ -19,7 +19,16 @@ $(VENV)/.runtime: pyproject.toml
 $(VENV)/.dev: pyproject.toml $(VENV)/.runtime
 	$(PIP) install "torch==2.13.0"
 	$(PIP) install -e ".[dev,offline,ray]"
+	$(PIP) install $(SPECULATORS_IMPORTS)
+	$(PIP) install --no-deps $(SPECULATORS)
 	touch $@
+
+# speculators (the vLLM project's EAGLE-3 model definition and checkpoint format: the reference
+# the offline EAGLE-3 forward is checked against) asks for torchvision and torchaudio, which do
+# not load beside the CPU torch: it is installed without its dependencies, and those it imports
+# are named here.
+SPECULATORS := "speculators==0.9.0" "hs-connectors==0.9.0"
+SPECULATORS_IMPORTS := "datasets>=4,<=5.1" "openai>=2" "loguru>=0.7.2,<=0.7.3" "pydantic-settings>=2"
 
 demo: $(VENV)/.runtime
 	$(VENV)/bin/alphagate demo

@@ -191,7 +191,7 @@ class CausalLM:
         interfaces.py::_maybe_add_hidden_state``) — the output of layer i − 1, or the
         embeddings for i = 0."""
         hooks = []
-        for i in ids:
+        for i in dict.fromkeys(ids):  # a small target's defaults can repeat a layer (2, 3, 3)
 
             def grab(_m: Any, _inp: Any, out: Any, i: int = i) -> None:
                 t = out[0] if isinstance(out, tuple) else out
