@@ -12,7 +12,8 @@ from alphagate.bench.records import BenchResult, RequestRecord, compare_levels, 
 from alphagate.bench.slo import SLO
 from alphagate.bench.sweep import KneeSearch, Sweep, SweepSummary
 from alphagate.report.bench import render_bench
-from alphagate.report.bench_plots import bench_figures, goodput_chart
+from alphagate.report.bench_plots import bench_figures
+from alphagate.report.charts import goodput_chart
 
 SLO_TTFT = SLO(bounds_ms={"ttft_ms": 50.0, "itl_per_token_p99_ms": 20.0})
 
