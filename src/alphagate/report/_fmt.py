@@ -23,6 +23,7 @@ __all__ = [
     "fmt_interval",
     "fmt_ms",
     "fmt_pct",
+    "fmt_span",
     "fmt_x",
     "fmt_x_marked",
     "loss",
@@ -58,10 +59,11 @@ def fmt_x(x: float | None, digits: int = 2) -> str:
     return num(x, f".{digits}f", "×")
 
 
-def fmt_x_marked(x: float | None, digits: int = 2) -> str:
-    """A speedup: red and marked ✗ when below 1 (a net loss)."""
-    text = fmt_x(x, digits)
-    return loss(text) if x is not None and x < 1.0 else text
+def fmt_x_marked(x: float | None, digits: int = 2, *, compact: bool = False) -> str:
+    """A speedup: red and marked ✗ when below 1 (a net loss); ``compact`` (a dense grid whose
+    title says it holds ratios) drops the × and the space before the mark."""
+    text = num(x, f".{digits}f") if compact else fmt_x(x, digits)
+    return loss(text, compact=compact) if x is not None and x < 1.0 else text
 
 
 def fmt_pct(share: float | None, spec: str = ".0f") -> str:
@@ -81,6 +83,12 @@ def with_ci(value: str, ci: Bounds | None, digits: int = 3) -> str:
     if ci is None or ci.low is None or ci.high is None:
         return value
     return f"{value} {fmt_ci(ci, digits)}"
+
+
+def fmt_span(low: str, high: str, *, spaced: bool = False) -> str:
+    """A range whose ends are already written: ``1–64``, or ``0.8 ms – 2.4 ms`` (``spaced``,
+    for ends that carry a unit)."""
+    return f"{low} – {high}" if spaced else f"{low}–{high}"
 
 
 def fmt_interval(

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from alphagate.bench.records import BenchResult, LevelSummary
 from alphagate.bench.sweep import ladder
+from alphagate.report._fmt import fmt_pct
 from alphagate.report.charts.bench import bench_axis, target_role
 from alphagate.report.charts.spec import BREAK_EVEN, Chart, HLine, Line, Panel, few, tick_labels
 from alphagate.report.charts.where import bench_sides
@@ -131,7 +132,7 @@ def _target_panels(result: BenchResult, s: _Series, attainment: float) -> list[P
         title="requests within the SLO",
         y_label="requests within every bound (%)",
         lines=tuple(s.share),
-        refs=(HLine(attainment * 100, f"target {attainment * 100:g}%"),),
+        refs=(HLine(attainment * 100, f"target {fmt_pct(attainment, 'g')}"),),
         y_range=(0.0, 102.0),
     )
     return [good, share]

@@ -8,14 +8,14 @@ chunk_acceptance`): one chunk per engine step, each request's first and last chu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from alphagate.bench.chunks import chunk_acceptance
 from alphagate.bench.records import BenchResult, LevelSummary, RequestRecord
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.results import MeasureResult
 from alphagate.report.charts.acceptance import alpha_line, alpha_panel, histogram_line, pmf_panel
-from alphagate.report.charts.spec import Chart
+from alphagate.report.charts.spec import Chart, Line, Panel
 from alphagate.report.charts.where import bench_name
 
 __all__ = [
@@ -79,18 +79,37 @@ def _chunk_estimates(
     return out, notes
 
 
+def _bench_panels(
+    b: BenchResult,
+    records: Sequence[RequestRecord] | None,
+    *,
+    line: Callable[[str, AcceptanceEstimate, str | None], Line | None],
+    panel: Callable[[str, list[Line]], Panel],
+) -> tuple[list[Panel], list[str]]:
+    """The counters' panel (a line per level) and the chunks' panel (a line per class), and the
+    notes on chunks left out; no panel when no level counted a draft."""
+    measured = _measured_levels(b)
+    counters = [
+        x for lv, a in measured if (x := line(f"{lv.level} (server counters)", a, None)) is not None
+    ]
+    if not counters:
+        return [], []
+    panels = [panel(COUNTERS, counters)]
+    per_class, notes = _chunk_estimates(b, records, _max_k(measured))
+    chunks = [
+        x for name, e in per_class if (x := line(f"{name} (tokens per chunk)", e, name)) is not None
+    ]
+    if chunks:
+        panels.append(panel(CHUNKS, chunks))
+    return panels, notes
+
+
 def bench_alpha_chart(b: BenchResult, records: Sequence[RequestRecord] | None) -> Chart | None:
     """Measured α by position: from the server's counters per level (all classes together), and
     per class from the sizes of the streamed chunks; each with 95% Wilson intervals."""
-    measured = _measured_levels(b)
-    if not measured:
+    panels, notes = _bench_panels(b, records, line=alpha_line, panel=alpha_panel)
+    if not panels:
         return None
-    lines = [alpha_line(f"{lv.level} (server counters)", a) for lv, a in measured]
-    panels = [alpha_panel(COUNTERS, lines)]
-    per_class, notes = _chunk_estimates(b, records, _max_k(measured))
-    if per_class:
-        chunks = [alpha_line(f"{name} (tokens per chunk)", e, name) for name, e in per_class]
-        panels.append(alpha_panel(CHUNKS, chunks))
     return Chart(
         key="alpha_by_position_measured",
         title="Measured α by position per class",
@@ -104,23 +123,9 @@ def bench_acceptance_length_chart(
     b: BenchResult, records: Sequence[RequestRecord] | None
 ) -> Chart | None:
     """Measured tokens per target pass: from the counters per level, and per class from chunks."""
-    measured = _measured_levels(b)
-    lines = [
-        line
-        for lv, a in measured
-        if (line := histogram_line(f"{lv.level} (server counters)", a)) is not None
-    ]
-    if not lines:
+    panels, _ = _bench_panels(b, records, line=histogram_line, panel=pmf_panel)
+    if not panels:
         return None
-    panels = [pmf_panel(COUNTERS, lines)]
-    per_class, _ = _chunk_estimates(b, records, _max_k(measured))
-    chunk_lines = [
-        line
-        for name, e in per_class
-        if (line := histogram_line(f"{name} (tokens per chunk)", e, name)) is not None
-    ]
-    if chunk_lines:
-        panels.append(pmf_panel(CHUNKS, chunk_lines))
     return Chart(
         key="acceptance_length_measured",
         title="Measured acceptance length",

@@ -8,6 +8,8 @@ the tokens in it, one sample per token.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
 from alphagate.report.charts.acceptance import alpha_line, alpha_panel, histogram_line, pmf_panel
 from alphagate.report.charts.spec import (
@@ -18,6 +20,7 @@ from alphagate.report.charts.spec import (
     Chart,
     Line,
     Panel,
+    Role,
     load_axis,
     or_nan,
     tick_labels,
@@ -193,33 +196,41 @@ def _estimates(r: SweepResult) -> tuple[str, list[tuple[str, AcceptanceEstimate]
     return f"{r.rows[0].load_kind} {load:g}, K = {k}", out
 
 
+def _realised(
+    r: SweepResult,
+    *,
+    line: Callable[[str, AcceptanceEstimate, str | None, Role], Line | None],
+    panel: Callable[[str, list[Line]], Panel],
+) -> tuple[str, Panel | None]:
+    """(where, a panel with a line per acceptance setting at the lowest load and largest K)."""
+    where, ests = _estimates(r)
+    lines = [x for m, e in ests if (x := line(m, e, m, "candidate")) is not None]
+    return where, panel(f"simulated, {where}", lines) if lines else None
+
+
 def sweep_alpha_chart(r: SweepResult) -> Chart | None:
     """Realised α by position per acceptance setting at the lowest load and largest K."""
-    where, ests = _estimates(r)
-    if not ests:
+    where, panel = _realised(r, line=alpha_line, panel=alpha_panel)
+    if panel is None:
         return None
-    lines = [alpha_line(m, e, m, role="candidate") for m, e in ests]
     return Chart(
         key="alpha_by_position",
         title="Simulated α by draft position",
         caption=f"{r.deployment}, {where}. Realised in the simulator's acceptance draws, with 95% "
         "Wilson intervals over its drafts.",
-        panels=(alpha_panel(f"simulated, {where}", lines),),
+        panels=(panel,),
     )
 
 
 def sweep_acceptance_length_chart(r: SweepResult) -> Chart | None:
     """Tokens per target pass (1..K+1) per acceptance setting at the lowest load and largest K."""
-    where, ests = _estimates(r)
-    lines = [
-        line for m, e in ests if (line := histogram_line(m, e, m, role="candidate")) is not None
-    ]
-    if not lines:
+    where, panel = _realised(r, line=histogram_line, panel=pmf_panel)
+    if panel is None:
         return None
     return Chart(
         key="acceptance_length",
         title="Simulated acceptance length",
         caption=f"{r.deployment}, {where}: how many tokens each verify pass emits (1 = the first "
         "draft was rejected).",
-        panels=(pmf_panel(f"simulated, {where}", lines),),
+        panels=(panel,),
     )
