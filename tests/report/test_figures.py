@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from alphagate.bench.records import BenchResult
 from alphagate.plan.records import Plan
 from alphagate.report import charts, plots
-from alphagate.report.blocks import Figure
+from alphagate.report.blocks import Figure, Table
 from alphagate.report.charts import goodput_chart
 from alphagate.report.inputs import (
     BenchInput,
@@ -116,6 +116,30 @@ def test_a_plan_json_without_the_field_still_loads(results: dict[str, Path]) -> 
     item = parse_results("old-plan.json", json.dumps(data))
     assert isinstance(item, PlanInput)
     assert all(c.alpha_by_pos is None for c in item.plan.classes)
+
+
+def test_a_sweep_json_from_before_the_counts_and_the_mix_alphas_still_renders(
+    results: dict[str, Path],
+) -> None:
+    """A sweep written before ``mix_alphas`` and ``num_accepted_per_pos``: the same figures, and
+    the α sources read each setting's α, not 'mix'."""
+    data = json.loads(results["sweep"].read_text())
+    del data["mix_alphas"]
+    for c in data["cells"]:
+        del c["spec"]["num_accepted_per_pos"]
+    old = parse_results("old-sweep.json", json.dumps(data))
+    new = parse_results("sweep.json", results["sweep"].read_text())
+    assert isinstance(old, SweepInput) and isinstance(new, SweepInput)
+    pages = [build_page(ReportInputs(inputs=[item])) for item in (old, new)]
+    keys = [
+        [b.chart.key for s in p.sections for b in s.blocks if isinstance(b, Figure)] for p in pages
+    ]
+    assert keys[0] == keys[1] and "alpha_by_position" in keys[0]
+    (sources,) = [
+        b for s in pages[0].sections for b in s.blocks
+        if isinstance(b, Table) and b.title == "α sources"
+    ]  # fmt: skip
+    assert [row[3].text for row in sources.rows] == ["0.5", "0.8"]
 
 
 def test_one_given_alpha_per_class_and_nothing_measured_draws_no_alpha_chart(

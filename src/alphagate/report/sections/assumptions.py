@@ -96,9 +96,8 @@ def _plan_alpha_rows(pi: PlanInput) -> list[Row]:
 
 
 def _sweep_alpha_rows(si: SweepInput) -> list[Row]:
-    """The sweep's acceptance axis: one α per setting, or a traffic mix (older files: a mix)."""
+    """The sweep's acceptance axis: one α per setting, or a traffic mix."""
     r = si.result
-    alphas = r.mix_alphas or [None] * len(r.mixes)
     return [
         cells(
             si.source,
@@ -108,7 +107,7 @@ def _sweep_alpha_rows(si: SweepInput) -> list[Row]:
             "given",
             "the sweep's acceptance axis",
         )
-        for m, a in zip(r.mixes, alphas, strict=True)
+        for m, a in zip(r.mixes, r.mix_alphas, strict=True)
     ]
 
 
