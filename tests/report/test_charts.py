@@ -91,7 +91,7 @@ def test_sweep_acceptance_recovers_the_configured_alpha(results: dict[str, Path]
     assert chart is not None
     alpha_of = dict(zip(r.mixes, r.mix_alphas, strict=True))
     for line in chart.panels[0].lines:
-        alpha = alpha_of[line.group]
+        alpha = alpha_of[line.group or ""]  # a line per acceptance setting, grouped by it
         assert alpha is not None
         assert len(line.y) == 4 and line.low is not None and line.high is not None
         for y, lo, hi in zip(line.y, line.low, line.high, strict=True):
