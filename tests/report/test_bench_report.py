@@ -12,7 +12,8 @@ from alphagate.bench.records import BenchResult, RequestRecord, compare_levels, 
 from alphagate.bench.slo import SLO
 from alphagate.bench.sweep import KneeSearch, Sweep, SweepSummary
 from alphagate.report.bench import render_bench
-from alphagate.report.bench_plots import bench_figures, goodput_chart
+from alphagate.report.bench_plots import bench_figures
+from alphagate.report.charts import bench_itl_chart, bench_speedup_chart, goodput_chart
 
 SLO_TTFT = SLO(bounds_ms={"ttft_ms": 50.0, "itl_per_token_p99_ms": 20.0})
 
@@ -127,3 +128,26 @@ def test_goodput_chart_numbers() -> None:
     assert good.x_tick_labels == ("1", "2", "3", "4", "8", "12", "", "", "16")
     assert list(bench_figures(result)) == ["goodput_vs_load.png"]
     assert goodput_chart(result.model_copy(update={"slo": None})) is None
+
+
+def test_every_bench_chart_names_its_load_axis_by_one_rule() -> None:
+    """Closed-loop levels beside an open-loop one: the goodput chart and the measured charts name
+    the x axis alike — a request rate only when every level ran open loop."""
+
+    def result(levels: list[tuple[str, int | None, float | None]]) -> BenchResult:
+        lvs = [
+            summarize_level(t, "http://x", name, conc, rate, _records(t, name, 6, 0), None,
+                            slo=SLO_TTFT)
+            for name, conc, rate in levels
+            for t in ("baseline", "candidate")
+        ]  # fmt: skip
+        return BenchResult(
+            run_id="r", config={}, levels=lvs, comparisons=compare_levels(lvs), slo=SLO_TTFT
+        )
+
+    mixed = result([("c4", 4, None), ("r2", None, 2.0)])
+    open_loop = result([("r2", None, 2.0), ("r4", None, 4.0)])
+    for run, axis in ((mixed, "concurrency (users)"), (open_loop, "request rate (req/s)")):
+        drawn = [goodput_chart(run), bench_speedup_chart(run), bench_itl_chart(run)]
+        assert {p.x_label for c in drawn if c is not None for p in c.panels} == {axis}
+        assert all(c is not None for c in drawn)

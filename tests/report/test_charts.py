@@ -66,8 +66,9 @@ def test_sweep_speedup_ticks_at_the_loads_run_and_values_from_the_cells(
         assert p.y_ratio and [h.y for h in p.refs] == [1.0]
         for line in p.lines:
             assert line.band and line.low is not None and line.high is not None
+            assert line.group is not None  # the acceptance setting
             for x, y, lo, hi in zip(line.x, line.y, line.low, line.high, strict=True):
-                cell = r.cell(x, k, line.label)
+                cell = r.cell(x, k, line.group)
                 assert cell is not None and y == cell.speedup.throughput_speedup
                 iv = cell.throughput_speedup_interval  # the band is the cell's range
                 assert iv is not None and (lo, hi) == (iv.low, iv.high) and lo < y < hi
@@ -88,8 +89,10 @@ def test_sweep_acceptance_recovers_the_configured_alpha(results: dict[str, Path]
     r = _sweep(results).result
     chart = charts.sweep_alpha_chart(r)
     assert chart is not None
+    alpha_of = dict(zip(r.mixes, r.mix_alphas, strict=True))
     for line in chart.panels[0].lines:
-        alpha = float(line.label.removeprefix("α="))
+        alpha = alpha_of[line.group or ""]  # a line per acceptance setting, grouped by it
+        assert alpha is not None
         assert len(line.y) == 4 and line.low is not None and line.high is not None
         for y, lo, hi in zip(line.y, line.low, line.high, strict=True):
             assert lo <= y <= hi and abs(y - alpha) < 0.06
@@ -141,10 +144,10 @@ def test_bench_cdf_matches_the_summary_percentiles(results: dict[str, Path]) -> 
         "measured, level c1",
         "measured, level c8",
     ]
-    for panel in chart.panels:
-        level = panel.title.rsplit(" ", 1)[1]
+    levels = list(dict.fromkeys(lv.level for lv in b.result.levels))  # a panel per level
+    for panel, level in zip(chart.panels, levels, strict=True):
         for line in panel.lines:
-            lv = next(x for x in b.result.levels if x.level == level and x.target == line.label)
+            lv = next(x for x in b.result.levels if x.level == level and x.target == line.group)
             p50 = line.x[50]  # CDF level 0.50
             assert lv.overall.itl_per_token_ms.p50 == pytest.approx(p50, rel=1e-9)
     _units(chart)
@@ -167,7 +170,7 @@ def test_bench_alpha_per_class_from_chunks_and_all_traffic_from_counters(
         first,
         mix,
     )
-    lines = {line.label.split(" ")[0]: line for line in per_class.lines}
+    lines = {line.group: line for line in per_class.lines}
     assert set(lines) == set(CLASS_ALPHA)
     for name, alpha in CLASS_ALPHA.items():
         line = lines[name]

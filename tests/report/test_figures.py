@@ -17,7 +17,8 @@ from matplotlib.lines import Line2D
 from alphagate.bench.records import BenchResult
 from alphagate.plan.records import Plan
 from alphagate.report import charts, plots
-from alphagate.report.bench_plots import goodput_chart
+from alphagate.report.blocks import Figure, Table
+from alphagate.report.charts import goodput_chart
 from alphagate.report.inputs import (
     BenchInput,
     Input,
@@ -27,7 +28,7 @@ from alphagate.report.inputs import (
     parse_records,
     parse_results,
 )
-from alphagate.report.page import Figure, build_page
+from alphagate.report.page import build_page
 from tests.conftest import Cli
 from tests.report.test_bench_report import _sweep_result
 from tests.results_files import K
@@ -117,6 +118,30 @@ def test_a_plan_json_without_the_field_still_loads(results: dict[str, Path]) -> 
     assert all(c.alpha_by_pos is None for c in item.plan.classes)
 
 
+def test_a_sweep_json_from_before_the_counts_and_the_mix_alphas_still_renders(
+    results: dict[str, Path],
+) -> None:
+    """A sweep written before ``mix_alphas`` and ``num_accepted_per_pos``: the same figures, and
+    the α sources read each setting's α, not 'mix'."""
+    data = json.loads(results["sweep"].read_text())
+    del data["mix_alphas"]
+    for c in data["cells"]:
+        del c["spec"]["num_accepted_per_pos"]
+    old = parse_results("old-sweep.json", json.dumps(data))
+    new = parse_results("sweep.json", results["sweep"].read_text())
+    assert isinstance(old, SweepInput) and isinstance(new, SweepInput)
+    pages = [build_page(ReportInputs(inputs=[item])) for item in (old, new)]
+    keys = [
+        [b.chart.key for s in p.sections for b in s.blocks if isinstance(b, Figure)] for p in pages
+    ]
+    assert keys[0] == keys[1] and "alpha_by_position" in keys[0]
+    (sources,) = [
+        b for s in pages[0].sections for b in s.blocks
+        if isinstance(b, Table) and b.title == "α sources"
+    ]  # fmt: skip
+    assert [row[3].text for row in sources.rows] == ["0.5", "0.8"]
+
+
 def test_one_given_alpha_per_class_and_nothing_measured_draws_no_alpha_chart(
     results: dict[str, Path],
 ) -> None:
@@ -136,8 +161,8 @@ def test_measured_alpha_by_position_is_drawn_beside_the_planned(results: dict[st
     ]  # fmt: skip
     assert chart.title.endswith("planned and measured")
     lines = chart.panels[0].lines
-    planned = [line for line in lines if " planned " in line.label]
-    measured = [line for line in lines if " measured " in line.label]
+    planned = [line for line in lines if line.role == "planned"]
+    measured = [line for line in lines if line.role == "measured"]
     assert [line.group for line in planned] == ["chat", "code"] and all(
         line.dashed for line in planned
     )
@@ -161,9 +186,9 @@ def test_plans_that_ship_one_policy_draw_it_once(results: dict[str, Path]) -> No
     assert charts.same_policy([p64, p256]) == [(p64, p256)]
     chart = charts.plan_speedup_chart([p64, p256])
     speed, k_panel = chart.panels
-    policy = [line for line in speed.lines if line.label.startswith("policy")]
+    policy = [line for line in speed.lines if line.role == "candidate"]
     assert len(policy) == 1 and policy[0].y == tuple(r.throughput_speedup for r in p64.rows)
-    fixed = sorted(line.label for line in speed.lines if line.label.startswith("one fixed K"))
+    fixed = sorted(line.label for line in speed.lines if line.role == "fixed_k")
     assert fixed == [
         f"one fixed K = {p256.fixed_k} (plan at concurrency 256)",
         f"one fixed K = {p64.fixed_k} (plan at concurrency 64)",
@@ -193,7 +218,7 @@ def test_a_measurement_of_the_plans_deployment_shares_its_axis(results: dict[str
     b = _sent(_bench(results), p.served_model)
     assert charts.same_deployment(p, b)
     speed = charts.plan_speedup_chart(p, [b]).panels[0]
-    (measured,) = [line for line in speed.lines if line.label.startswith("measured")]
+    (measured,) = [line for line in speed.lines if line.role == "measured"]
     assert measured.x == (1.0, 8.0)
     assert measured.y == tuple(c.speedups.throughput_speedup for c in b.comparisons)
     assert set(measured.x) <= set(speed.x_ticks)
@@ -212,7 +237,7 @@ def test_a_measurement_of_another_deployment_says_so(results: dict[str, Path]) -
         assert not [
             line
             for line in charts.plan_speedup_chart(p, [b]).panels[0].lines
-            if line.label.startswith("measured")
+            if line.role == "measured"
         ]
         for chart in (charts.bench_speedup_chart(b, [p]), charts.bench_itl_chart(b, [p])):
             assert chart is not None
@@ -312,8 +337,8 @@ def test_a_measurement_at_two_loads_is_points_not_a_curve(results: dict[str, Pat
         ]
         assert drawn and all(ln.get_linestyle() == "None" for ln in drawn)
     overlay = charts.plan_speedup_chart(p, [_sent(b, p.served_model)]).panels[0]
-    assert [line.points for line in overlay.lines if line.label.startswith("measured")] == [True]
-    assert not any(line.points for line in overlay.lines if not line.label.startswith("measured"))
+    assert [line.points for line in overlay.lines if line.role == "measured"] == [True]
+    assert not any(line.points for line in overlay.lines if line.role != "measured")
     # a sweep of many loads is a curve
     goodput = goodput_chart(_sweep_result())
     assert goodput is not None and not any(line.points for line in goodput.panels[0].lines)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from alphagate.report.blocks import Figure, Table, Verdict
 from alphagate.report.html import render_report
 from alphagate.report.inputs import Input, ReportInputs, parse_results
-from alphagate.report.page import SECTIONS, Figure, Table, Verdict, build_page
+from alphagate.report.page import SECTIONS, build_page
 
 #: The order of issue #14: verdict and config, speedup, ITL, ITL CDF, α by position, acceptance
 #: length, gate, assumptions, commands.

@@ -13,7 +13,16 @@ from alphagate.bench.slo import Goodput
 from alphagate.bench.sweep import SweepSummary
 from alphagate.core.fmt import DASH, num
 from alphagate.measure.estimate import AcceptanceEstimate
-from alphagate.report._fmt import LOSS, fmt_ms, fmt_x, fmt_x_marked
+from alphagate.report._fmt import (
+    LOSS,
+    fmt_alpha,
+    fmt_ms,
+    fmt_pct,
+    fmt_x,
+    fmt_x_marked,
+    loss,
+    with_ci,
+)
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.results import Speedups
 
@@ -32,9 +41,9 @@ def _acceptance(lv: LevelSummary, cls: str | None = None) -> str:
         a = lv.acceptance
     if a is None or a.draft_acceptance_rate is None:
         return DASH
-    alpha = num(a.alpha_iid, ".3f")
-    tau = num(a.mean_acceptance_length, ".3f")
-    return f"{a.draft_acceptance_rate:.3f} / {tau} / {alpha}"
+    return " / ".join(
+        fmt_alpha(x) for x in (a.draft_acceptance_rate, a.mean_acceptance_length, a.alpha_iid)
+    )
 
 
 #: (label, value of a target's Stats, the Speedups field comparing it) per row
@@ -74,7 +83,6 @@ def _load_title(lv: LevelSummary) -> str:
         pace = "" if lv.time_scale == 1 else f" ({1 / lv.time_scale:g}× speed)"
         return f"{lv.level} — trace replayed at time scale {lv.time_scale:g}{pace}{cap}"
     if lv.rate is not None:
-        cap = f", at most {lv.concurrency} in flight" if lv.concurrency else ""
         return f"{lv.level} — open loop, {lv.rate:g} requests/s{cap}"
     return f"{lv.level} — concurrency {lv.concurrency}"
 
@@ -102,9 +110,7 @@ def _level_block(levels: list[LevelSummary], comp: Comparison | None) -> Table:
         extra = []
         if sp is not None:
             extra = [fmt_x_marked(getattr(sp, field)) if field else ""]
-            ci = between.get(field or "")
-            if ci is not None:
-                extra = [f"{extra[0]} [{ci.low:.2f}, {ci.high:.2f}]"]
+            extra = [with_ci(extra[0], between.get(field or ""), 2)]
         t.add_row(label, *(_value(lv.overall, key) for lv in levels), *extra)
     t.add_row("ρ / τ / α (i.i.d.)", *(_acceptance(lv) for lv in levels), *([""] if comp else []))
     names = sorted(
@@ -125,24 +131,20 @@ def _level_block(levels: list[LevelSummary], comp: Comparison | None) -> Table:
     return t
 
 
-def _within(g: Goodput | None) -> str:
+def _share(g: Goodput | None, *, counts: bool = False) -> str:
+    """The share of requests within the SLO (with ``counts``: good/all before it), red and
+    marked where the level missed the SLO's target share."""
     if g is None or g.attainment is None:
         return DASH
-    text = f"{g.good}/{g.requests} ({g.attainment * 100:.0f}%)"
-    return text if g.meets_slo else f"[red]{text} {LOSS}[/red]"
-
-
-def _share(g: Goodput | None) -> str:
-    if g is None or g.attainment is None:
-        return DASH
-    text = f"{g.attainment * 100:.0f}%"
-    return text if g.meets_slo else f"[red]{text} {LOSS}[/red]"
+    share = fmt_pct(g.attainment)
+    text = f"{g.good}/{g.requests} ({share})" if counts else share
+    return text if g.meets_slo else loss(text)
 
 
 def _goodput_rows(t: Table, levels: list[LevelSummary], comp: Comparison | None) -> None:
     gs = [lv.goodput for lv in levels]
     rows = [
-        ("within SLO", [_within(g) for g in gs], None),
+        ("within SLO", [_share(g, counts=True) for g in gs], None),
         (
             "goodput (req/s)",
             [num(None if g is None else g.good_requests_per_s, ",.2f") for g in gs],
@@ -164,7 +166,7 @@ def _lag(s: Stats) -> str:
     d = s.send_lag_ms
     if d is None or d.p50 is None:
         return DASH
-    return f"{d.p50:.2f} / {fmt_ms(d.p99, 2)}"
+    return f"{fmt_ms(d.p50, 2)} / {fmt_ms(d.p99, 2)}"
 
 
 def render_bench(result: BenchResult) -> RenderableType:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from alphagate.core.fmt import DASH
+from alphagate.report._fmt import fmt_pct, fmt_span, fmt_x
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.explain import CostExplanation
 from alphagate.specs.calibration import CalibrationProfile
@@ -40,9 +42,8 @@ def const_text(name: str, x: float) -> str:
     return f"{x * 1e3:.3g} ms" if x >= 1e-4 or x == 0 else f"{x * 1e6:.3g} µs"
 
 
-def render_explanation(e: CostExplanation, k_detail: int | None = None) -> RenderableType:
-    """v(B, K) and c(B, K) per batch, then every term's contribution at one K."""
-    kd = k_detail if k_detail in e.ks else e.ks[len(e.ks) // 2]
+def _totals_table(e: CostExplanation, kd: int) -> Table:
+    """v(B, K) for every K and c(B, K) at ``kd``, per batch size."""
     kj = e.ks.index(kd)
     totals = add_columns(
         new_table(
@@ -62,6 +63,12 @@ def render_explanation(e: CostExplanation, k_detail: int | None = None) -> Rende
             *(f"{v:.3f}" for v in e.verify_cost[i]),
             f"{e.draft_cost[i][kj]:.3f}",
         )
+    return totals
+
+
+def _term_parts(e: CostExplanation, kd: int) -> list[RenderableType]:
+    """How each term that matters moves v or c at ``kd``, what it models, and the ones left out."""
+    kj = e.ks.index(kd)
     terms = add_columns(
         new_table(f"How each term moves v (target, host) and c (drafter) at K={kd}"),
         "term",
@@ -81,38 +88,58 @@ def render_explanation(e: CostExplanation, k_detail: int | None = None) -> Rende
     note = (
         f"Below 0.0005 everywhere here: {', '.join(SHORT[t] for t in hidden)}. " if hidden else ""
     ) + "v = 1 + Σ of the v rows; c = Σ of the c rows (--json: every term at every K)."
-    parts: list[RenderableType] = [Text(e.deployment), totals, terms, sources, Text(note)]
-    if e.engine:
-        facts = add_columns(
-            new_table("Engine settings that move a speculative step (K = 0: no speculation)"),
-            "setting",
-            *(f"K={k}" for k in [0, *e.ks]),
-            left=1,
-        )
-        for f in e.engine:
-            facts.add_row(f.name, *(f"{x:,}" for x in f.by_k))
-        parts.append(facts)
-        parts.append(Text("\n".join(f"{f.name}: {f.effect} ({f.source})." for f in e.engine)))
-    if e.ranges:
-        title = (
-            "The uncertain constants and their prior ranges (plan and simulate intervals span them)"
-            if e.ranges_origin == "prior"
-            else "The calibrated constants ± 2 standard errors (plan and simulate intervals span them)"
-        )
-        ranges = add_columns(new_table(title), "constant", "value", "range", "source", left=4)
-        for r in e.ranges:
-            ranges.add_row(
-                r.coefficient,
-                const_text(r.coefficient, r.value),
-                f"{const_text(r.coefficient, r.low)} – {const_text(r.coefficient, r.high)}",
-                r.source,
-            )
-        parts.append(ranges)
-    return Group(*parts)
+    return [terms, sources, Text(note)]
 
 
-def render_calibration(p: CalibrationProfile) -> RenderableType:
-    """The fitted coefficients, the points they came from and the fit's residuals."""
+def _engine_parts(e: CostExplanation) -> list[RenderableType]:
+    """The engine settings that move a speculative step, per K, and what each does."""
+    if not e.engine:
+        return []
+    facts = add_columns(
+        new_table("Engine settings that move a speculative step (K = 0: no speculation)"),
+        "setting",
+        *(f"K={k}" for k in [0, *e.ks]),
+        left=1,
+    )
+    for f in e.engine:
+        facts.add_row(f.name, *(f"{x:,}" for x in f.by_k))
+    return [facts, Text("\n".join(f"{f.name}: {f.effect} ({f.source})." for f in e.engine))]
+
+
+def _ranges_parts(e: CostExplanation) -> list[RenderableType]:
+    """The uncertain constants with their ranges (prior or calibrated)."""
+    if not e.ranges:
+        return []
+    title = (
+        "The uncertain constants and their prior ranges (plan and simulate intervals span them)"
+        if e.ranges_origin == "prior"
+        else "The calibrated constants ± 2 standard errors (plan and simulate intervals span them)"
+    )
+    ranges = add_columns(new_table(title), "constant", "value", "range", "source", left=4)
+    for r in e.ranges:
+        low, high = const_text(r.coefficient, r.low), const_text(r.coefficient, r.high)
+        ranges.add_row(
+            r.coefficient,
+            const_text(r.coefficient, r.value),
+            fmt_span(low, high, spaced=True),
+            r.source,
+        )
+    return [ranges]
+
+
+def render_explanation(e: CostExplanation, k_detail: int | None = None) -> RenderableType:
+    """v(B, K) and c(B, K) per batch, then every term's contribution at one K."""
+    kd = k_detail if k_detail in e.ks else e.ks[len(e.ks) // 2]
+    return Group(
+        Text(e.deployment),
+        _totals_table(e, kd),
+        *_term_parts(e, kd),
+        *_engine_parts(e),
+        *_ranges_parts(e),
+    )
+
+
+def _coefficients_table(p: CalibrationProfile) -> Table:
     coef = add_columns(
         new_table("Coefficients (step = Σ coefficient × term; see alphagate.sim.cost)"),
         "coefficient",
@@ -123,14 +150,17 @@ def render_calibration(p: CalibrationProfile) -> RenderableType:
         left=1,
     )
     for c in p.coefficients:
-        rel = c.standard_error / c.value if c.value > 0 else float("inf")
         coef.add_row(
             c.name,
             _fmt(c.name, c.value),
-            DASH if rel == float("inf") else f"±{rel:.0%}",
+            f"±{fmt_pct(c.standard_error / c.value)}" if c.value > 0 else DASH,
             _fmt(c.name, c.prior),
             c.determined_by,
         )
+    return coef
+
+
+def _points_table(p: CalibrationProfile) -> Table:
     pts = add_columns(
         new_table("Points: measured vs the fitted model (step = mean decode step)"),
         "level",
@@ -152,6 +182,11 @@ def render_calibration(p: CalibrationProfile) -> RenderableType:
             f"{pt.fitted_ms:.3f}",
             f"{pt.residual_pct:+.1f}%",
         )
+    return pts
+
+
+def _validity(p: CalibrationProfile) -> Text:
+    """The deployment, where the profile is valid, and how well it fits."""
     lo, hi = p.valid_concurrency
     klo, khi = p.valid_k
     extra = (
@@ -159,17 +194,21 @@ def render_calibration(p: CalibrationProfile) -> RenderableType:
         if p.request_overhead_s is not None
         else ""
     )
-    text = Text(
-        f"{p.deployment_description}\nvalid for concurrency {lo}–{hi}"
-        + (f" and K {klo}–{khi}" if khi else " (no speculative level)")
+    return Text(
+        f"{p.deployment_description}\nvalid for concurrency {fmt_span(str(lo), str(hi))}"
+        + (f" and K {fmt_span(str(klo), str(khi))}" if khi else " (no speculative level)")
         + f"; RMS residual {p.rms_residual_pct:.1f}%{extra}"
     )
-    return Group(text, coef, pts)
+
+
+def render_calibration(p: CalibrationProfile) -> RenderableType:
+    """The fitted coefficients, the points they came from and the fit's residuals."""
+    return Group(_validity(p), _coefficients_table(p), _points_table(p))
 
 
 def _fmt(name: str, value: float) -> str:
     if name.endswith("_scale"):
-        return f"{value:.3f}×"
+        return fmt_x(value, 3)
     if value >= 1e-3:
         return f"{value * 1e3:.3f} ms"
     return f"{value * 1e6:.2f} µs"

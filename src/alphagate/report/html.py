@@ -17,9 +17,10 @@ from markupsafe import Markup
 
 from alphagate import __version__
 from alphagate.core.records import RESULTS_SCHEMA
-from alphagate.report.charts import Chart
+from alphagate.report.blocks import Block, Figure, Page
+from alphagate.report.charts.spec import Chart
 from alphagate.report.inputs import ReportInputs
-from alphagate.report.page import Block, Figure, Page, build_page
+from alphagate.report.page import build_page
 
 __all__ = ["render_html", "render_report"]
 

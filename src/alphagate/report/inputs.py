@@ -16,7 +16,7 @@ with the :class:`~alphagate.bench.records.RequestRecord` lines of its ``requests
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -75,6 +75,8 @@ MODEL_ANSWERS: dict[str, type[BaseModel]] = {
 #: Verbs whose results are shown as their fields.
 FIELD_VERBS = ("calibrate",)
 KNOWN = "simulate, plan, bench, model …, measure …, gate, calibrate"
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class SweepInput(Frozen):
@@ -209,31 +211,31 @@ def _body(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in ("schema", "verb")}
 
 
-def _sweep(source: str, data: dict[str, Any]) -> SweepInput:
+def _validated(model: type[M], data: dict[str, Any], source: str, what: str) -> M:
+    """``data`` read back as ``model``; invalid data is a :class:`ConfigError` naming ``source``
+    and the field at fault."""
     try:
-        r = SweepResult.model_validate(_body(data))
+        return model.model_validate(data)
     except ValidationError as exc:
-        raise invalid(source, "simulate result", exc) from None
+        raise invalid(source, what, exc) from None
+
+
+def _sweep(source: str, data: dict[str, Any]) -> SweepInput:
+    r = _validated(SweepResult, _body(data), source, "simulate result")
     if not r.rows or not r.cells:
         raise ConfigError(f"{source}: the sweep is empty (no load level or no cell was simulated)")
     return SweepInput(source=source, result=r)
 
 
 def _plan(source: str, data: dict[str, Any]) -> PlanInput:
-    try:
-        p = Plan.model_validate(data)
-    except ValidationError as exc:
-        raise invalid(source, "plan", exc) from None
+    p = _validated(Plan, data, source, "plan")
     if not p.rows:
         raise ConfigError(f"{source}: the plan has no predicted rows (no concurrency evaluated)")
     return PlanInput(source=source, plan=p)
 
 
 def _bench(source: str, data: dict[str, Any]) -> BenchInput:
-    try:
-        b = BenchResult.model_validate(data)
-    except ValidationError as exc:
-        raise invalid(source, "bench summary", exc) from None
+    b = _validated(BenchResult, data, source, "bench summary")
     if not b.levels:
         raise ConfigError(f"{source}: the bench summary has no levels (no request was measured)")
     return BenchInput(source=source, result=b)
@@ -253,20 +255,14 @@ def parse_results(source: str, text: str) -> Input:
     if verb == "bench":
         return _bench(source, data)
     if verb.startswith("measure "):
-        try:
-            return MeasureInput(source=source, result=MeasureResult.model_validate(data))
-        except ValidationError as exc:
-            raise invalid(source, f"'{verb}' result", exc) from None
+        m = _validated(MeasureResult, data, source, f"'{verb}' result")
+        return MeasureInput(source=source, result=m)
     if verb == "gate":
-        try:
-            return GateInput(source=source, result=GateResult.model_validate(data))
-        except ValidationError as exc:
-            raise invalid(source, "gate decision", exc) from None
+        return GateInput(
+            source=source, result=_validated(GateResult, data, source, "gate decision")
+        )
     if verb in MODEL_ANSWERS:
-        try:
-            answer = MODEL_ANSWERS[verb].model_validate(_body(data))
-        except ValidationError as exc:
-            raise invalid(source, f"'{verb}' answer", exc) from None
+        answer = _validated(MODEL_ANSWERS[verb], _body(data), source, f"'{verb}' answer")
         return ModelInput.model_validate({"source": source, "verb": verb, "answer": answer})
     if verb in FIELD_VERBS:
         return FieldsInput(source=source, verb=verb, fields=_body(data))

@@ -9,41 +9,42 @@ from rich.text import Text
 
 from alphagate.core.fmt import DASH, num
 from alphagate.gate.evaluate import GateResult
-from alphagate.measure.estimate import AcceptanceEstimate, Interval
+from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.results import MeasureResult
-from alphagate.report._fmt import LOSS
+from alphagate.report._fmt import fmt_alpha, fmt_ci, loss
 from alphagate.report._tables import add_columns, new_table
 
-__all__ = ["promql_lines", "render_gate", "render_measure"]
+__all__ = ["estimate_table", "promql_lines", "render_gate", "render_measure"]
 
 
-def _ci(iv: Interval | None, digits: int = 3) -> str:
-    return DASH if iv is None else f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]"
-
-
-def _v(x: float | None, digits: int = 3) -> str:
-    return num(x, f".{digits}f")
-
-
-def _estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
+def estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
+    """ρ, τ and α with their 95% intervals, and α by position where the counters have it."""
     t = add_columns(new_table(title), "quantity", "value", "95% interval", "note")
     t.add_row("drafts (speculative steps)", f"{e.num_drafts:,.0f}", "", f"K = {e.k}")
     t.add_row(
         "ρ  draft acceptance rate",
-        _v(e.draft_acceptance_rate),
-        _ci(e.draft_acceptance_rate_ci),
+        fmt_alpha(e.draft_acceptance_rate),
+        fmt_ci(e.draft_acceptance_rate_ci),
         "accepted ÷ drafted",
     )
     t.add_row(
         "τ  mean acceptance length",
-        _v(e.mean_acceptance_length),
-        _ci(e.mean_acceptance_length_ci),
+        fmt_alpha(e.mean_acceptance_length),
+        fmt_ci(e.mean_acceptance_length_ci),
         "incl. bonus token",
     )
-    t.add_row("α  i.i.d. conditional", _v(e.alpha_iid), _ci(e.alpha_iid_ci), "the α this ρ implies")
+    t.add_row(
+        "α  i.i.d. conditional",
+        fmt_alpha(e.alpha_iid),
+        fmt_ci(e.alpha_iid_ci),
+        "the α this ρ implies",
+    )
     if e.sglang_accept_length is not None:
         t.add_row(
-            "τ  SGLang accept length", _v(e.sglang_accept_length, 2), DASH, "no counts behind it"
+            "τ  SGLang accept length",
+            fmt_alpha(e.sglang_accept_length, 2),
+            DASH,
+            "no counts behind it",
         )
     parts: list[RenderableType] = [t]
     if e.num_drafts > 0:
@@ -67,7 +68,7 @@ def _estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
                 strict=False,
             )
         ):
-            p.add_row(str(i + 1), f"{c:,.0f}", _v(r), _v(a), _ci(iv))
+            p.add_row(str(i + 1), f"{c:,.0f}", fmt_alpha(r), fmt_alpha(a), fmt_ci(iv))
         parts.append(p)
     return Group(*parts)
 
@@ -79,8 +80,8 @@ def _series_table(m: MeasureResult) -> RenderableType:
             datetime.fromtimestamp(pt.end).strftime("%m-%d %H:%M:%S"),
             pt.instance or "all",
             f"{pt.num_drafts:,.0f}",
-            _v(pt.draft_acceptance_rate),
-            _v(pt.mean_acceptance_length, 2),
+            fmt_alpha(pt.draft_acceptance_rate),
+            fmt_alpha(pt.mean_acceptance_length, 2),
         )
     return t
 
@@ -90,17 +91,17 @@ def render_measure(m: MeasureResult) -> RenderableType:
     window = f" over {m.window_s:,.0f} s" if m.window_s else ""
     parts: list[RenderableType] = [Text(f"{m.verb}: {m.source}{window}", style="bold")]
     if m.overall is not None:
-        parts.append(_estimate_table("Acceptance, all traffic", m.overall))
+        parts.append(estimate_table("Acceptance, all traffic", m.overall))
     for name, est in m.classes.items():
-        parts.append(_estimate_table(f"Acceptance, class {name}", est))
+        parts.append(estimate_table(f"Acceptance, class {name}", est))
     if m.replicas:
         t = add_columns(new_table("By replica"), "replica", "drafts", "ρ", "τ")
         for name, est in m.replicas.items():
             t.add_row(
                 name,
                 f"{est.num_drafts:,.0f}",
-                _v(est.draft_acceptance_rate),
-                _v(est.mean_acceptance_length, 2),
+                fmt_alpha(est.draft_acceptance_rate),
+                fmt_alpha(est.mean_acceptance_length, 2),
             )
         parts.append(t)
     if m.series:
@@ -127,13 +128,13 @@ def render_gate(g: GateResult) -> RenderableType:
     """Each rule with its value, interval, threshold, margin and result; then the decision."""
     t = add_columns(new_table("Gate"), "rule", "value", "95% interval", "margin", "result")
     for r in g.results:
-        res = {"pass": "[green]pass[/green]", "fail": f"[red]fail {LOSS}[/red]"}.get(
+        res = {"pass": "[green]pass[/green]", "fail": loss("fail")}.get(
             r.result, "[yellow]insufficient[/yellow]"
         )
         t.add_row(
             Text(r.rule.describe()),  # "[chat]" is a class name, not markup
-            _v(r.value),
-            _ci(r.interval),
+            fmt_alpha(r.value),
+            fmt_ci(r.interval),
             num(r.margin, "+.3f"),
             res,
         )

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from alphagate.report._fmt import LOSS, fmt_alpha, fmt_bytes, fmt_count, fmt_x
+from alphagate.report._fmt import LOSS, fmt_alpha, fmt_bytes, fmt_count, fmt_x, fmt_x_marked, loss
 from alphagate.report._tables import add_columns, new_table
 from alphagate.specs.memory import MemoryAnswer
 from alphagate.theory.answers import (
@@ -40,6 +40,11 @@ def _kv(title: str, rows: list[tuple[str, str, str]]) -> Table:
     for r in rows:
         t.add_row(*r)
     return t
+
+
+def _with_reason(t: Table, reason: str | None) -> RenderableType:
+    """The table, with the answer's caveat under it in yellow when it has one."""
+    return Group(t, Text(reason, style="yellow")) if reason else t
 
 
 def _costs(k: int, c: float, v: float) -> str:
@@ -92,7 +97,7 @@ def render_breakeven(a: BreakevenAnswer) -> RenderableType:
         ("α break-even (linear, APPROX.)", fmt_alpha(a.alpha_breakeven_linear, 4), "overhead / K"),
     ]
     t = _kv(f"Break-even α, {_costs(a.k, a.draft_cost, a.verify_cost)}", rows)
-    return Group(t, Text(a.reason, style="yellow")) if a.reason else t
+    return _with_reason(t, a.reason)
 
 
 def render_required(a: RequiredAnswer) -> RenderableType:
@@ -104,7 +109,7 @@ def render_required(a: RequiredAnswer) -> RenderableType:
         ("max speedup at α = 1", fmt_x(a.max_speedup, 3), "(K+1)/(K·c + v)"),
     ]
     t = _kv(f"α for {a.target_speedup:g}×, {_costs(a.k, a.draft_cost, a.verify_cost)}", rows)
-    return Group(t, Text(a.reason, style="yellow")) if a.reason else t
+    return _with_reason(t, a.reason)
 
 
 def render_optimal_k(a: OptimalKAnswer) -> RenderableType:
@@ -118,7 +123,7 @@ def render_optimal_k(a: OptimalKAnswer) -> RenderableType:
         style = "bold green" if i == a.k else None
         t.add_row(str(i), fmt_x(s, 3), style=style)
     verdict = (
-        Text(f"optimal K = {a.k} → {a.speedup:.3f}×", style="bold green")
+        Text(f"optimal K = {a.k} → {fmt_x(a.speedup, 3)}", style="bold green")
         if a.k > 0
         else Text("no K beats plain decoding: leave speculation off (K = 0)", style="bold red")
     )
@@ -144,7 +149,7 @@ def render_blend(a: BlendAnswer) -> RenderableType:
             f"{r.expected_tokens_per_pass:.3f}",
             fmt_x(r.speedup, 3),
             f"{r.time_share:.3f}",
-            "yes" if r.net_win else f"[red]no {LOSS}[/red]",
+            "yes" if r.net_win else loss("no"),
         )
     summary = _kv(
         "Blended (time per token, not averaged α)",
@@ -154,7 +159,7 @@ def render_blend(a: BlendAnswer) -> RenderableType:
             ("naive mean α", f"{a.naive_mean_alpha:.4f}", "Σ share_i · α_i — do not use"),
             ("speedup at naive α", fmt_x(a.naive_speedup, 3), "what averaging α would claim"),
             ("α break-even", fmt_alpha(a.alpha_breakeven, 4), "S = 1"),
-            ("net win", "yes" if a.net_win else f"[red]no {LOSS}[/red]", ""),
+            ("net win", "yes" if a.net_win else loss("no"), ""),
         ],
     )
     return Group(t, summary)
@@ -170,7 +175,7 @@ def render_convert(a: ConvertAnswer) -> RenderableType:
         rates = ", ".join(f"{x:.3f}" for x in a.per_position_unconditional)
         rows.append(("per-position (unconditional)", rates, "α^i, as vLLM reports"))
     t = _kv(f"Acceptance at K={a.k} from {a.given}={a.given_value:g}", rows)
-    return Group(t, Text(a.reason, style="yellow")) if a.reason else t
+    return _with_reason(t, a.reason)
 
 
 def render_memory(a: MemoryAnswer) -> RenderableType:
@@ -217,7 +222,7 @@ def _grid(a: TableAnswer, vi: int, title: str, values: list[list[float]], be: bo
         left=0,
     )
     for ki, k in enumerate(a.ks):
-        cells = [f"[red]{x:.2f}{LOSS}[/red]" if x < 1.0 else f"{x:.2f}" for x in values[ki]]
+        cells = [fmt_x_marked(x, compact=True) for x in values[ki]]
         extra = (
             [fmt_alpha(a.alpha_breakeven[vi][ki]), fmt_alpha(a.alpha_breakeven_linear[vi][ki])]
             if be

@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from alphagate.core.fmt import num
 from alphagate.measure.offline.results import OfflineClass, OfflineDetails
 from alphagate.measure.results import MeasureResult
+from alphagate.report._fmt import fmt_alpha, fmt_ci, fmt_pct
 from alphagate.report._tables import add_columns, new_table
-from alphagate.report.measure import _ci, _estimate_table, _v
+from alphagate.report.measure import estimate_table
 
 __all__ = ["render_offline"]
 
@@ -22,11 +22,11 @@ def _by_k(title: str, c: OfflineClass, k: int) -> RenderableType:
         t.add_row(
             f"{row.k}{'*' if row.k == k else ''}",
             f"{row.num_drafts:,.0f}",
-            _v(row.draft_acceptance_rate),
-            _ci(row.draft_acceptance_rate_ci),
-            _v(row.mean_acceptance_length),
-            _ci(row.mean_acceptance_length_ci),
-            _v(row.alpha_iid),
+            fmt_alpha(row.draft_acceptance_rate),
+            fmt_ci(row.draft_acceptance_rate_ci),
+            fmt_alpha(row.mean_acceptance_length),
+            fmt_ci(row.mean_acceptance_length_ci),
+            fmt_alpha(row.alpha_iid),
         )
     return t
 
@@ -46,7 +46,7 @@ def _used(d: OfflineDetails) -> RenderableType:
     t.add_row("prompt / output tokens", f"{d.prompt_tokens:,} / {d.output_tokens:,}")
     if d.semantics == "greedy":
         agree = d.trajectory_agreement
-        t.add_row("log = target's greedy choice", num(agree, ".2%"))
+        t.add_row("log = target's greedy choice", fmt_pct(agree, ".2f"))
     t.add_row("truncated / re-tokenized", f"{d.truncated:,} / {d.retokenized:,}")
     for s in d.skipped:
         where = ", ".join(x for x in s.first if x != "(left out)")
@@ -68,9 +68,9 @@ def render_offline(m: MeasureResult) -> RenderableType:
     )
     parts: list[RenderableType] = [head]
     if m.overall is not None:
-        parts.append(_estimate_table("Acceptance, all traffic", m.overall))
+        parts.append(estimate_table("Acceptance, all traffic", m.overall))
     for name, est in m.classes.items():
-        parts.append(_estimate_table(f"Acceptance, class {name}", est))
+        parts.append(estimate_table(f"Acceptance, class {name}", est))
     if d.k_max > 1:
         parts.append(_by_k("Every K, all traffic (* = --k)", d.overall, d.k))
         for name, c in d.classes.items():

@@ -26,7 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-from alphagate.report.charts import Chart, Line, Panel
+from alphagate.report.charts.spec import Chart, Line, Panel
 
 __all__ = ["OKABE_ITO", "Look", "draw", "figure_png", "figure_svg", "looks", "series_key"]
 
@@ -77,6 +77,11 @@ class Look:
     filled: bool
     linestyle: str
 
+    @property
+    def face(self) -> str:
+        """The marker's fill: its colour, or white (hollow)."""
+        return self.colour if self.filled else "white"
+
 
 def series_key(line: Line) -> tuple[bool, str, str]:
     """A series across the panels of a chart: the same key, the same look."""
@@ -103,68 +108,84 @@ def looks(chart: Chart) -> dict[tuple[bool, str, str], Look]:
     return out
 
 
+def _draw_band(ax: Axes, line: Line, colour: str) -> None:
+    """A predicted range: a shaded band around the curve (no offset: it is one series)."""
+    assert line.low is not None and line.high is not None
+    ax.fill_between(line.x, line.low, line.high, color=colour, alpha=0.15, lw=0, label="_nolegend_")
+
+
+def _draw_errorbars(ax: Axes, line: Line, lk: Look, dx: float) -> None:
+    """An interval at each point, offset by ``dx`` so that intervals at the same x stay apart."""
+    assert line.low is not None and line.high is not None
+    yerr = [
+        [max(y - lo, 0.0) for y, lo in zip(line.y, line.low, strict=True)],
+        [max(hi - y, 0.0) for y, hi in zip(line.y, line.high, strict=True)],
+    ]
+    ax.errorbar(
+        [x + dx for x in line.x],
+        line.y,
+        yerr=yerr,
+        color=lk.colour,
+        marker=lk.marker,
+        mfc=lk.face,
+        ls=lk.linestyle,
+        capsize=3,
+        ms=5,
+        label=line.label,
+    )
+
+
+def _draw_steps(ax: Axes, line: Line, lk: Look) -> None:
+    ax.step(line.x, line.y, where="post", color=lk.colour, lw=1.8, label=line.label)
+    ax.plot(
+        line.x[:-1], line.y[:-1], ls="none", marker=lk.marker, mfc=lk.face, color=lk.colour, ms=4
+    )
+
+
+def _draw_curve(ax: Axes, line: Line, lk: Look) -> None:
+    ax.plot(
+        line.x,
+        line.y,
+        color=lk.colour,
+        marker=lk.marker,
+        mfc=lk.face,
+        markevery=max(1, len(line.x) // 8),  # a dense curve (a CDF) keeps a few markers
+        ls=lk.linestyle,
+        lw=2.0 if line.baseline else 1.5,
+        ms=7 if line.points else 5,
+        label=line.label,
+    )
+
+
+def _annotate_points(ax: Axes, line: Line, colour: str) -> None:
+    for x, y, text in zip(line.x, line.y, line.point_labels or (), strict=False):
+        ax.annotate(
+            text,
+            (x, y),
+            textcoords="offset points",
+            xytext=(0, 7),
+            ha="center",
+            fontsize=7,
+            color=colour,
+        )
+
+
 def _draw_lines(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look]) -> None:
     n = len(panel.lines)
     for i, line in enumerate(panel.lines):
         if not line.x:
             continue
         lk = look[series_key(line)]
-        colour, marker, ls = lk.colour, lk.marker, lk.linestyle
-        face = colour if lk.filled else "white"
-        if line.band and line.low is not None and line.high is not None:
-            # a predicted range: a shaded band around the curve (no offset: it is one series)
-            ax.fill_between(
-                line.x, line.low, line.high, color=colour, alpha=0.15, lw=0, label="_nolegend_"
-            )
-        if line.low is not None and line.high is not None and not line.band:
-            # offset each series a little so that intervals at the same x stay apart
-            dx = (i - (n - 1) / 2) * 0.06
-            xs = [x + dx for x in line.x]
-            yerr = [
-                [max(y - lo, 0.0) for y, lo in zip(line.y, line.low, strict=True)],
-                [max(hi - y, 0.0) for y, hi in zip(line.y, line.high, strict=True)],
-            ]
-            ax.errorbar(
-                xs,
-                line.y,
-                yerr=yerr,
-                color=colour,
-                marker=marker,
-                mfc=face,
-                ls=ls,
-                capsize=3,
-                ms=5,
-                label=line.label,
-            )
+        ranged = line.low is not None and line.high is not None
+        if ranged and line.band:
+            _draw_band(ax, line, lk.colour)
+        if ranged and not line.band:
+            _draw_errorbars(ax, line, lk, dx=(i - (n - 1) / 2) * 0.06)
         elif line.steps:
-            ax.step(line.x, line.y, where="post", color=colour, lw=1.8, label=line.label)
-            ax.plot(
-                line.x[:-1], line.y[:-1], ls="none", marker=marker, mfc=face, color=colour, ms=4
-            )
+            _draw_steps(ax, line, lk)
         else:
-            lw = 2.0 if line.baseline else 1.5
-            ax.plot(
-                line.x,
-                line.y,
-                color=colour,
-                marker=marker,
-                mfc=face,
-                markevery=max(1, len(line.x) // 8),  # a dense curve (a CDF) keeps a few markers
-                ls=ls,
-                lw=lw,
-                ms=7 if line.points else 5,
-                label=line.label,
-            )
-        for x, y, text in zip(line.x, line.y, line.point_labels or (), strict=False):
-            ax.annotate(
-                text,
-                (x, y),
-                textcoords="offset points",
-                xytext=(0, 7),
-                ha="center",
-                fontsize=7,
-                color=colour,
-            )
+            _draw_curve(ax, line, lk)
+        _annotate_points(ax, line, lk.colour)
 
 
 _HATCHES = ("", "//", "..", "xx", "\\\\", "oo")

@@ -23,11 +23,13 @@ from alphagate.specs.models import MODEL_PRESETS
 __all__ = ["Command", "bench_command", "model_command", "plan_command", "sweep_command"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Command:
-    """A command line and the flags it could not recover from the file (empty: exact)."""
+    """A command line, the alphagate command it runs (``plan``, ``simulate``, ``bench``,
+    ``model``), and the flags it could not recover from the file (empty: exact)."""
 
     text: str
+    verb: str
     unrecorded: tuple[str, ...] = ()
 
 
@@ -74,7 +76,9 @@ def plan_command(p: Plan, source: str) -> Command:
     unrecorded = ["--prompt-len", "--output-len", "--seed", "--url", "--k and --draft (if given)"]
     if any(c.alpha_source == "measured" for c in p.classes):
         unrecorded.insert(0, "--alpha-from FILE (a class's α was measured; see its source)")
-    return Command(" ".join([*parts, "--json", _out(source)]), tuple(unrecorded))
+    return Command(
+        text=" ".join([*parts, "--json", _out(source)]), verb="plan", unrecorded=tuple(unrecorded)
+    )
 
 
 def sweep_command(r: SweepResult, source: str) -> Command:
@@ -92,7 +96,11 @@ def sweep_command(r: SweepResult, source: str) -> Command:
     parts.append(f"--concurrency {loads}" if closed else f"--rate {loads}")
     if not closed:
         unrecorded.append("--burstiness")
-    return Command(" ".join([*parts, "--json", _out(source)]), tuple(unrecorded))
+    return Command(
+        text=" ".join([*parts, "--json", _out(source)]),
+        verb="simulate",
+        unrecorded=tuple(unrecorded),
+    )
 
 
 def bench_command(b: BenchResult, source: str) -> Command:
@@ -133,7 +141,7 @@ def bench_command(b: BenchResult, source: str) -> Command:
     unrecorded: tuple[str, ...] = ("--api-key / --header (never written)",)
     if not cfg.get("dataset"):
         unrecorded = ("--dataset (not recorded in summary.json)", *unrecorded)
-    return Command(" ".join(parts), unrecorded)
+    return Command(text=" ".join(parts), verb="bench", unrecorded=unrecorded)
 
 
 _MODEL_FLAGS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -175,4 +183,6 @@ def model_command(verb: str, fields: dict[str, Any], source: str) -> Command:
     if "verify_cost" in fields:
         parts.append(f"--verify-cost {_num(fields['verify_cost'])}")
     unrecorded = ("--target", "--draft", "--draft-vocab-size") if verb == "model memory" else ()
-    return Command(" ".join([*parts, "--json", _out(source)]), unrecorded)
+    return Command(
+        text=" ".join([*parts, "--json", _out(source)]), verb="model", unrecorded=unrecorded
+    )

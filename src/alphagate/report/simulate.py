@@ -7,7 +7,7 @@ from rich.text import Text
 
 from alphagate.core.fmt import DASH
 from alphagate.core.records import Interval
-from alphagate.report._fmt import LOSS, fmt_alpha
+from alphagate.report._fmt import LOSS, fmt_alpha, fmt_interval, fmt_x_marked, loss
 from alphagate.report._tables import add_columns, new_table
 from alphagate.sim.sweep import SweepResult
 
@@ -18,12 +18,19 @@ def _load_name(kind: str, load: float) -> str:
     return f"{load:g}" if kind == "concurrency" else f"{load:g}/s"
 
 
-def _under(value: str, iv: Interval | None, fmt: str = ".2f") -> str:
+def _load_header(kind: str) -> str:
+    return "C" if kind == "concurrency" else "rate"
+
+
+def _under(value: str, iv: Interval | None, digits: int = 2) -> str:
     """A value with its range on a dim second line (the tables stay narrow at 80 columns)."""
     if iv is None or iv.low is None:
         return value
     # an open high end: beyond what the quantity takes there (no α pays; pays at every batch)
-    text = f"≥ {iv.low:{fmt}}" if iv.high is None else iv.text(fmt)[1:-1]
+    if iv.high is None:
+        text = f"≥ {iv.low:.{digits}f}"
+    else:
+        text = fmt_interval(iv, digits, brackets=False, mark=False)
     return f"{value}\n[dim]{text}[/dim]"
 
 
@@ -32,7 +39,7 @@ def _speedups(r: SweepResult, kind: str) -> RenderableType:
         new_table(
             "Throughput speedup, speculative ÷ no speculation (paired: same requests, arrivals, lengths)"
         ),
-        "C" if kind == "concurrency" else "rate",
+        _load_header(kind),
         "K",
         *r.mixes,
         left=0,
@@ -46,7 +53,7 @@ def _speedups(r: SweepResult, kind: str) -> RenderableType:
                 if s is None or c is None:
                     vals.append(DASH)
                     continue
-                v = f"[red]{s:.2f}{LOSS}[/red]" if s < 1.0 else f"{s:.2f}"
+                v = fmt_x_marked(s, compact=True)
                 vals.append(_under(v, c.throughput_speedup_interval))
             sp.add_row(
                 _load_name(kind, row.load) if ki == 0 else "",
@@ -63,7 +70,7 @@ def _breakeven(r: SweepResult, kind: str) -> RenderableType:
             "Break-even conditional α per K: model (closed form with the emergent c, v) / sim "
             "(bisection on paired simulations)"
         ),
-        "C" if kind == "concurrency" else "rate",
+        _load_header(kind),
         *(f"K={k}" for k in r.ks),
         left=0,
     )
@@ -84,7 +91,7 @@ def _itl(r: SweepResult, kind: str) -> RenderableType:
         new_table(
             "ITL per token P50 / P99 (ms): off = no speculation; chunk gap ÷ tokens in the chunk"
         ),
-        "C" if kind == "concurrency" else "rate",
+        _load_header(kind),
         "K",
         "off",
         *r.mixes,
@@ -101,7 +108,7 @@ def _itl(r: SweepResult, kind: str) -> RenderableType:
                     vals.append(DASH)
                     continue
                 worse = d.p99 > b.p99
-                p99 = f"[red]{d.p99:.0f}{LOSS}[/red]" if worse else f"{d.p99:.0f}"
+                p99 = loss(f"{d.p99:.0f}", compact=True) if worse else f"{d.p99:.0f}"
                 vals.append(f"{d.p50:.0f}/{p99}")
             off = (
                 f"{b.p50:.0f}/{b.p99:.0f}"
@@ -121,7 +128,7 @@ def _itl(r: SweepResult, kind: str) -> RenderableType:
 def _costs(r: SweepResult, kind: str) -> RenderableType:
     costs = add_columns(
         new_table("Emergent cost ratios from the step-time model (at the steady batch)"),
-        "C" if kind == "concurrency" else "rate",
+        _load_header(kind),
         "mean batch",
         "tok/s off",
         "draft c",
@@ -158,7 +165,7 @@ def _crossovers(r: SweepResult) -> RenderableType:
                 if v is None
                 else ("never pays" if v <= 1.0 else f"{v:.0f}")
             )
-            cells.append(_under(text, x.batch_interval, ".0f"))
+            cells.append(_under(text, x.batch_interval, 0))
         cx.add_row(m, *cells)
     return cx
 
