@@ -35,6 +35,7 @@ __all__ = [
     "err_console",
     "fail",
     "finite_float",
+    "flag_of",
     "float_list",
     "int_list",
     "json_dumps",
@@ -87,6 +88,12 @@ def status(text: str, quiet: bool) -> AbstractContextManager[object]:
     return nullcontext() if quiet else console.status(text, spinner="dots")
 
 
+def flag_of(field: str) -> str:
+    """The flag of a config field: fields are named as their flags (``min_alpha`` ↔
+    ``--min-alpha``)."""
+    return "--" + field.replace("_", "-")
+
+
 def fail(message: str, flag: str | None = None) -> NoReturn:
     """A bad value: exit 2 with the message, naming the flag."""
     raise typer.BadParameter(message, param_hint=flag)
@@ -95,17 +102,30 @@ def fail(message: str, flag: str | None = None) -> NoReturn:
 def config_error(exc: ConfigError | ValidationError, flag: str | None = None) -> NoReturn:
     """A validation error from a lower layer, as a flag error; without ``flag``, the flag of the
     config field it names (fields are named as their flags: ``candidate_url`` ↔
-    ``--candidate-url``), or of the :class:`ConfigError`'s ``field``."""
+    ``--candidate-url``), or of the :class:`ConfigError`'s ``field`` (one that a model
+    validator raised, too)."""
     if isinstance(exc, ValidationError):
         if flag is None:
-            errors = exc.errors()
-            loc = errors[0]["loc"] if errors else ()
-            if loc and isinstance(loc[0], str):
-                flag = "--" + loc[0].replace("_", "-")
+            flag = _flag_of_problem(exc)
         fail(validation_problem(exc, where="").removeprefix(": "), flag)
     if flag is None and exc.field is not None:
-        flag = "--" + exc.field.replace("_", "-")
+        flag = flag_of(exc.field)
     fail(str(exc), flag)
+
+
+def _flag_of_problem(exc: ValidationError) -> str | None:
+    """The flag of pydantic's first problem: its field's, else that of the
+    :class:`ConfigError` a model validator raised."""
+    errors = exc.errors()
+    if not errors:
+        return None
+    loc = errors[0]["loc"]
+    if loc and isinstance(loc[0], str):
+        return flag_of(loc[0])
+    raised = errors[0].get("ctx", {}).get("error")
+    if isinstance(raised, ConfigError) and raised.field is not None:
+        return flag_of(raised.field)
+    return None
 
 
 def finite_float(

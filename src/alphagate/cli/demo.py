@@ -180,11 +180,13 @@ def _gate() -> None:
     """The decision on the demo's own A/B: the twins' measurement judged on rules that fit it."""
     from alphagate.gate import RuleSet, evaluate
     from alphagate.gate.evidence import Evidence, load_bench
-    from alphagate.gate.sources import flag_rules
+    from alphagate.gate.rules import Thresholds
     from alphagate.report.measure import render_gate
 
     console.rule("[bold]The gate on that A/B: α ≥ 0.55, TPOT 1.2× faster, errors ≤ 5% at c16")
-    rules = flag_rules(None, 16, min_alpha=0.55, min_tpot_speedup=1.2, max_error_rate=0.05)
+    rules = Thresholds(min_alpha=0.55, min_tpot_speedup=1.2, max_error_rate=0.05).rules(
+        concurrency=16
+    )
     ev = Evidence()
     load_bench(BENCH_SUMMARY, ev)
     result = evaluate(RuleSet(rules=rules), ev)
