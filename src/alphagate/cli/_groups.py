@@ -15,7 +15,9 @@ A group is either
   verb receives the validated record, a cross-field rule of its model validators included.
 
 The options keep their field names as parameter names, so ``ctx.params`` and
-``ctx.get_parameter_source`` see them as if they were declared one by one.
+``ctx.get_parameter_source`` see them as if they were declared one by one. Every parameter of the
+command becomes keyword-only (Typer passes them by name), so that a group's required option may
+follow an option with a default.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 
-from alphagate.cli._app import config_error, finite_float, flag_of
+from alphagate.cli._check import config_error, finite_float, flag_of
 
 __all__ = ["group_fields", "model_options", "takes_groups"]
 
@@ -57,8 +59,8 @@ def _scalar(annotation: Any) -> Any:
 
 def model_options(model: type[BaseModel]) -> list[inspect.Parameter]:
     """The options of a config record, one per field: flag ``--field-name``
-    (:func:`~alphagate.cli._app.flag_of`), help the field's ``description``, its default, and its ``ge``/``le`` as
-    the option's bounds (a float's checked finite by :func:`~alphagate.cli._app.finite_float`)."""
+    (:func:`~alphagate.cli._check.flag_of`), help the field's ``description``, its default, and its ``ge``/``le`` as
+    the option's bounds (a float's checked finite by :func:`~alphagate.cli._check.finite_float`)."""
     params = []
     for name, field in model.model_fields.items():
         flag = flag_of(name)
@@ -75,8 +77,10 @@ def model_options(model: type[BaseModel]) -> list[inspect.Parameter]:
         params.append(
             inspect.Parameter(
                 name,
-                inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                default=field.get_default(call_default_factory=True),
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty
+                if field.is_required()
+                else field.get_default(call_default_factory=True),
                 annotation=Annotated[field.annotation, option],
             )
         )
@@ -91,8 +95,8 @@ def group_fields(group: type[Any]) -> list[inspect.Parameter]:
     return [
         inspect.Parameter(
             f.name,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=f.default,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
             annotation=hints[f.name],
         )
         for f in dataclasses.fields(group)
@@ -130,7 +134,12 @@ def takes_groups(fn: F) -> F:
             groups[p.name] = (kind, [q.name for q in options])
             params.extend(options)
         else:
-            params.append(p.replace(annotation=hints.get(p.name, p.annotation)))
+            params.append(
+                p.replace(
+                    kind=inspect.Parameter.KEYWORD_ONLY,
+                    annotation=hints.get(p.name, p.annotation),
+                )
+            )
     names = [q.name for q in params]
     clash = {n for n in names if names.count(n) > 1}
     if clash:

@@ -3,7 +3,6 @@ and the functions that turn them into the typed configs of the lower layers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from pydantic import ValidationError
 
-from alphagate.cli._app import config_error, fail, finite_float
+from alphagate.cli._check import config_error, fail, finite_float
 from alphagate.core.errors import ConfigError
 from alphagate.core.traffic import TrafficClass, parse_traffic_class, validate_classes
 from alphagate.specs.deployment import DeploymentConfig, KvDtype, Method, WeightDtype, drafter_for
@@ -46,8 +45,6 @@ __all__ = [
     "TargetScaleOpt",
     "TpOpt",
     "calibrated_deployment",
-    "check_no_overwrite",
-    "check_output_path",
     "given",
     "length",
     "traffic_classes",
@@ -290,65 +287,6 @@ class LengthFlags:
     def workload(self, classes: tuple[TrafficClass, ...] | None = None) -> WorkloadConfig:
         """The workload of these lengths and ``classes`` (the default mix when None)."""
         return workload(self.prompt_len, self.output_len, classes)
-
-
-def check_output_path(path: Path, flag: str, *, directory: bool) -> None:
-    """Refuse an output path that cannot be written, before any long work starts."""
-    import os
-
-    target = path if directory else path.parent
-    if directory and path.exists() and not path.is_dir():
-        fail(f"{path} exists and is not a folder", flag)
-    if not directory and path.exists() and not path.is_file():
-        kind = "a folder" if path.is_dir() else "not a regular file"
-        fail(f"{path} is {kind}; give a file path", flag)
-    probe = target
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        fail(f"{target} cannot be written (no permission, or a read-only file system)", flag)
-    if str(path.resolve()).startswith(("/proc/", "/sys/")):
-        fail(f"{path} is not a place for output", flag)
-
-
-#: what a folder output holds (bench --out, calibrate --bench-out, --plot): an input among these
-#: names inside it would be overwritten
-_FOLDER_FILES = ("requests.jsonl", "summary.json", "requests.csv", "levels.csv")
-
-
-def _inputs_with_records(inputs: list[Path]) -> list[Path]:
-    """The inputs, and for a bench summary the records file it reads beside it."""
-    out = []
-    for p in inputs:
-        out.append(p)
-        if p.name.startswith("summary") and p.suffix == ".json":
-            out.append(p.with_name("requests.jsonl"))
-    return out
-
-
-def check_no_overwrite(
-    outputs: Sequence[tuple[Path | None, str, bool]], inputs: Sequence[Path | None]
-) -> None:
-    """Refuse, before any work, an output that would overwrite one of the command's inputs (or a
-    bench summary's records): ``outputs`` are (path, flag, is a folder). Paths are compared
-    resolved, symlinks followed."""
-    ins = {p.resolve(): p for p in _inputs_with_records([i for i in inputs if i is not None])}
-    for path, flag, folder in outputs:
-        if path is None:
-            continue
-        target = path.resolve()
-        hits = (
-            [ins[t] for t in ins if t.parent == target and t.name.startswith(_FOLDER_FILES)]
-            if folder
-            else [ins[target]]
-            if target in ins
-            else []
-        )
-        if hits:
-            fail(
-                f"{path} would overwrite the input {hits[0]}: write the output elsewhere",
-                flag,
-            )
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,7 @@ def _gate() -> None:
 
 def _report() -> None:
     """Everything above on one HTML page, for the people who were not at the terminal."""
-    from alphagate.cli._app import fail
+    from alphagate.cli._check import fail
     from alphagate.cli.report import load_inputs, write_report
 
     console.rule("[bold]The report: one page for the people who decide")

@@ -7,16 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._app import (
-    JsonOpt,
-    app,
-    config_error,
-    fail,
-    finite_float,
-    float_list,
-    int_list,
-    show,
-)
+from alphagate.cli._app import JsonOpt, app, show
+from alphagate.cli._check import config_error, fail, finite_float, float_list, int_list
 from alphagate.cli._options import (
     DEFAULT_DTYPE,
     DEFAULT_KV_DTYPE,

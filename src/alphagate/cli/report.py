@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._app import JsonOpt, app, console, fail, show
+from alphagate.cli._app import JsonOpt, app, console, show
+from alphagate.cli._check import fail
 from alphagate.cli._files import atomic_write_text
-from alphagate.cli._options import check_no_overwrite, check_output_path
+from alphagate.cli._paths import check_no_overwrite, check_output_path
 from alphagate.core.records import Frozen
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from alphagate.cli._app import app, config_error, console, fail, finite_float
+from alphagate.cli._app import app, console
+from alphagate.cli._check import config_error, fail, finite_float
 
 if TYPE_CHECKING:
     from alphagate.specs.deployment import Method
@@ -23,10 +24,10 @@ from alphagate.cli._options import (
     LengthFlags,
     SeedOpt,
     calibrated_deployment,
-    check_output_path,
     given,
     traffic_classes,
 )
+from alphagate.cli._paths import check_output_path
 
 
 @app.command("twin", short_help="A vLLM-like endpoint on the simulator.")

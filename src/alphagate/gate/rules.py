@@ -263,7 +263,7 @@ class Thresholds(Frozen):
             bound, metric = name.split("_", 1)
             ab = metric in AB_METRICS
             rule = Rule(
-                metric=metric,  # type: ignore[arg-type]  # every field names a Metric
+                metric=metric,  # every field names a Metric
                 op=">=" if bound == "min" else "<=",
                 threshold=value,
                 cls=None if ab else cls,

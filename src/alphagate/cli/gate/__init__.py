@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._app import JsonOpt, app, config_error, fail
+from alphagate.cli._app import JsonOpt, app
+from alphagate.cli._check import config_error, fail
 from alphagate.cli._groups import takes_groups
-from alphagate.cli._options import check_no_overwrite, check_output_path
+from alphagate.cli._paths import check_no_overwrite, check_output_path
 from alphagate.cli.gate._flags import EvidenceFlags, LiveFlags
 from alphagate.cli.gate._watch import judge
 from alphagate.gate.rules import EvidencePolicy, Thresholds

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._app import config_error, fail, finite_float
+from alphagate.cli._check import config_error, fail, finite_float
 
 if TYPE_CHECKING:
     from alphagate.gate import RuleSet

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from alphagate.cli._app import config_error, console, err_console, fail, json_dumps, print_json
+from alphagate.cli._app import console, err_console, json_dumps, print_json
+from alphagate.cli._check import config_error, fail
 from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 
 if TYPE_CHECKING:

@@ -1,4 +1,7 @@
-"""``alphagate plan``: the staged rollout plan for one deployment, its traffic and its load."""
+"""``alphagate plan``: the staged rollout plan for one deployment, its traffic and its load.
+
+Measured α is folded into the classes by :func:`alphagate.plan.fold.fold_measurements`, which
+the Python API shares."""
 
 from __future__ import annotations
 
@@ -7,18 +10,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from alphagate.cli._app import (
-    JsonOpt,
-    app,
-    config_error,
-    console,
-    fail,
-    finite_float,
-    json_dumps,
-    print_json,
-    status,
-)
-from alphagate.cli._files import atomic_write_text
+from alphagate.cli._app import JsonOpt, app, status
+from alphagate.cli._check import deployment_errors, fail, finite_float
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import (
     CalibrationOpt,
@@ -27,38 +20,22 @@ from alphagate.cli._options import (
     LengthFlags,
     SeedOpt,
     calibrated_deployment,
-    check_no_overwrite,
-    check_output_path,
-    traffic_classes,
 )
-
-
-def _plan_file(out: Path | None) -> str:
-    """The plan JSON that ``--out`` writes (and the printed gate commands read)."""
-    if out is None:
-        return "plan.json"
-    return str(out if out.suffix.lower() == ".json" else out.with_suffix(".json"))
-
-
-def _out_stem(out: Path | None) -> str:
-    """Where the printed re-plan commands write, beside ``--out``."""
-    if out is None:
-        return "plan"
-    return str(out.with_suffix(""))
+from alphagate.cli._traffic import PlanMixFlags
+from alphagate.cli.plan._output import (
+    RunbookFlags,
+    check_plan_outputs,
+    out_stem,
+    plan_file,
+    show_plan,
+)
 
 
 @app.command("plan", short_help="The staged rollout plan for your traffic.")
 @takes_groups
 def plan_cmd(
     ctx: typer.Context,
-    classes: Annotated[
-        list[str],
-        typer.Option(
-            "--class",
-            help="NAME:SHARE[:ALPHA], repeated; SHARE = fraction of output tokens. A class without "
-            "ALPHA gets a documented prior (or a measurement from --alpha-from).",
-        ),
-    ],
+    mix: PlanMixFlags,
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, max=65_536, help="Target concurrency.")
     ],
@@ -92,56 +69,8 @@ def plan_cmd(
             "--k", "-k", min=1, max=16, help="Fixed K to evaluate (default: the simulator's best)."
         ),
     ] = None,
-    alpha_from: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--alpha-from",
-            help="Measured α: an alphagate results file (measure, bench summary) or vllm bench "
-            "serve JSON; repeat for files that each measure other classes.",
-        ),
-    ] = None,
-    alpha_overall: Annotated[
-        bool,
-        typer.Option(
-            "--alpha-overall",
-            help="Apply one overall measured α (e.g. a bench summary) to every class.",
-        ),
-    ] = False,
     lengths: LengthFlags = LengthFlags(),
-    url: Annotated[
-        str,
-        typer.Option(
-            "--url", help="The baseline server (speculation off) the printed commands benchmark."
-        ),
-    ] = "http://127.0.0.1:8000",
-    candidate_url: Annotated[
-        str | None,
-        typer.Option(
-            "--candidate-url",
-            help="The staging replica with speculation on, in the printed commands (default: "
-            "the --url host, next port).",
-        ),
-    ] = None,
-    repeats: Annotated[
-        int,
-        typer.Option(
-            "--repeats",
-            min=2,
-            max=20,
-            help="Alternated baseline/candidate runs per level in the printed A/B (their spread "
-            "is the gate's interval: with 5, Student's t is 2.8 standard errors).",
-        ),
-    ] = 5,
-    bench_requests: Annotated[
-        int | None,
-        typer.Option(
-            "--bench-requests",
-            min=1,
-            max=10_000_000,
-            help="Requests per level and run in the printed bench commands (default: 384 over "
-            "the runs, for the gate's 1% error-rate rule, and 4 per user at the peak).",
-        ),
-    ] = None,
+    runbook: RunbookFlags = RunbookFlags(),
     p99_budget: Annotated[
         float | None,
         typer.Option(
@@ -149,14 +78,6 @@ def plan_cmd(
             callback=finite_float("--p99-budget", 1.0, 10.0),
             help="Allow the candidate's P99 ITL per token at the target up to this many times the "
             "baseline's (1.1 = 10% worse); default: not worse.",
-        ),
-    ] = None,
-    served_model: Annotated[
-        str | None,
-        typer.Option(
-            "--served-model",
-            help="The model name the server serves (--served-model-name), for the printed "
-            "commands; default: the preset's Hugging Face id.",
         ),
     ] = None,
     seed: SeedOpt = 0,
@@ -183,46 +104,17 @@ def plan_cmd(
 ) -> None:
     """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
     gate, memory, engine config, stages, risks and a P99 playbook."""
-    from pydantic import ValidationError
-
-    from alphagate.core.errors import ConfigError
     from alphagate.plan import PlanRequest, build_plan
-    from alphagate.plan.measured import apply_measurement, load_measurement, merge_measurements
-    from alphagate.report.plan import render_plan_console, render_plan_markdown
 
-    if out is not None:
-        check_output_path(out, "--out", directory=False)
-    if plot is not None:
-        check_output_path(plot, "--plot", directory=True)
-    written = [] if out is None else [(out, "--out", False)]
-    if out is not None and out.suffix.lower() != ".json":
-        written.append((out.with_suffix(".json"), "--out", False))
-    check_no_overwrite(written, [*(alpha_from or []), calibration])
-    if engine_version is not None:
-        from alphagate.plan.records import parse_engine_version
-
-        try:
-            parse_engine_version(engine_version)
-        except ValueError as exc:
-            fail(str(exc), "--engine-version")
-    parsed = traffic_classes(classes, require_alpha=False)
-    if alpha_from:
-        if alpha_overall and len(alpha_from) > 1:
-            fail(
-                "--alpha-overall applies one file's overall α: give one --alpha-from",
-                "--alpha-overall",
-            )
-        try:
-            measured = merge_measurements([load_measurement(f, k) for f in alpha_from])
-            parsed = apply_measurement(parsed, measured, overall=alpha_overall)
-        except ConfigError as exc:
-            config_error(exc, "--alpha-from")
+    check_plan_outputs(out, plot, [*(mix.alpha_from or []), calibration])
+    _check_engine_version(engine_version)
+    classes = mix.mix(k)
     dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
-    try:
+    with deployment_errors():
         req = PlanRequest(
             deployment=dep,
             calibration=profile,
-            workload=lengths.workload(parsed),
+            workload=lengths.workload(classes),
             concurrency=concurrency,
             peak_concurrency=peak,
             slo_p99_itl_ms=slo,
@@ -230,42 +122,23 @@ def plan_cmd(
             engine_version=engine_version,
             k=k,
             seed=seed,
-            url=url,
-            candidate_url=candidate_url,
-            served_model=served_model,
-            repeats=repeats,
-            bench_requests=bench_requests,
+            **runbook.fields(),
             p99_budget=p99_budget,
-            plan_file=_plan_file(out),
-            out_stem=_out_stem(out),
+            plan_file=plan_file(out),
+            out_stem=out_stem(out),
             calibration_file=None if calibration is None else str(calibration),
         )
         with status("planning…", as_json):
             plan = build_plan(req)
-    except ConfigError as exc:
-        config_error(exc, "--model/--gpu/--tp/--dtype")
-    except ValidationError as exc:
-        config_error(exc)
-    plan_json = None
-    if out is not None:
-        if out.suffix.lower() == ".json":
-            atomic_write_text(out, json_dumps(plan.payload()) + "\n", "--out")
-        else:  # the markdown, and the plan as JSON beside it for `alphagate gate --plan`
-            plan_json = out.with_suffix(".json")
-            check_output_path(plan_json, "--out", directory=False)
-            atomic_write_text(out, render_plan_markdown(plan), "--out")
-            atomic_write_text(plan_json, json_dumps(plan.payload()) + "\n", "--out")
-    if plot is not None:
-        from alphagate.cli._plots import write_plots
-        from alphagate.report.charts import plan_charts
+    show_plan(plan, out=out, plot=plot, as_json=as_json)
 
-        write_plots(plan_charts(plan), plot, "--plot")
-    if as_json:
-        print_json(plan.payload())
+
+def _check_engine_version(version: str | None) -> None:
+    if version is None:
         return
-    console.print(render_plan_console(plan), crop=False)
-    if plot is not None:
-        console.print(f"plots written to {plot}/")
-    if out is not None:
-        beside = f" (and {plan_json}, which alphagate gate --plan reads)" if plan_json else ""
-        console.print(f"plan written to {out}{beside}")
+    from alphagate.plan.records import parse_engine_version
+
+    try:
+        parse_engine_version(version)
+    except ValueError as exc:
+        fail(str(exc), "--engine-version")
