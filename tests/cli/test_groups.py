@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from typer.testing import CliRunner
 
 from alphagate.cli._groups import model_options, takes_groups
-from alphagate.cli._options import CostFlags, DeploymentFlags, given
+from alphagate.cli._options import DeploymentFlags, given
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 
@@ -62,6 +62,7 @@ def test_an_option_declared_twice_is_refused_when_the_verb_is_defined() -> None:
 
 
 def test_the_shared_groups_default_to_the_config_records_defaults() -> None:
+    from alphagate.specs.calibration import CostOverrides
     from alphagate.specs.deployment import DeploymentConfig
 
     d, dep = DeploymentConfig(), DeploymentFlags().config()
@@ -71,7 +72,7 @@ def test_the_shared_groups_default_to_the_config_records_defaults() -> None:
         d.max_num_seqs,
         d.drafter.method,
     )
-    assert CostFlags().apply(dep) == dep  # no coefficient given: the deployment as it was
+    assert CostOverrides().apply(dep) == dep  # no coefficient given: the deployment as it was
 
 
 class Window(Frozen):

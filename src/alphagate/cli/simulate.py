@@ -14,15 +14,15 @@ from alphagate.cli._check import deployment_errors, fail, finite_float, int_list
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import (
     CalibrationOpt,
-    CostFlags,
     DeploymentFlags,
-    LengthFlags,
     SeedOpt,
     calibrated_deployment,
     given,
 )
 from alphagate.cli._paths import check_outputs
-from alphagate.cli._traffic import SimLoadFlags, SimulateMixFlags
+from alphagate.cli._traffic import SimLoadFlags
+from alphagate.cli._workload import LengthFlags, SimulateMixFlags
+from alphagate.specs.calibration import CostOverrides
 
 if TYPE_CHECKING:
     from alphagate.sim.explain import CostExplanation
@@ -65,7 +65,7 @@ def simulate_cmd(
             help="Achieved ÷ peak dense FLOP/s (default: the GPU preset's).",
         ),
     ] = None,
-    cost: CostFlags = CostFlags(),
+    cost: CostOverrides = CostOverrides(),
     calibration: CalibrationOpt = None,
     explain_cost: Annotated[
         bool,

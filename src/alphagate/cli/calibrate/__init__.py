@@ -14,12 +14,13 @@ import typer
 from rich.console import RenderableType
 
 from alphagate.cli._app import JsonOpt, app, console, err_console, json_dumps, show, status
-from alphagate.cli._check import config_error, fail, finite_float
+from alphagate.cli._check import config_error, fail, finite_float, flag_errors
 from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 from alphagate.cli._groups import takes_groups
-from alphagate.cli._options import CostFlags, CudagraphOpt, DeploymentFlags, DraftTpOpt, SeedOpt
+from alphagate.cli._options import DeploymentFlags, SeedOpt
 from alphagate.cli._paths import check_outputs
 from alphagate.cli.calibrate._live import SweepFlags, run_sweep
+from alphagate.specs.calibration import EngineSettings
 
 if TYPE_CHECKING:
     from alphagate.calibrate.observations import Observation
@@ -42,8 +43,7 @@ def calibrate_cmd(
     ] = None,
     sweep: SweepFlags = SweepFlags(),
     deploy: DeploymentFlags = DeploymentFlags(),
-    draft_tp: DraftTpOpt = None,
-    cudagraph_max_tokens: CudagraphOpt = None,
+    engine: EngineSettings = EngineSettings(),
     time_scale: Annotated[
         float,
         typer.Option(
@@ -90,9 +90,8 @@ def calibrate_cmd(
     if not results and not sweep.url:
         fail("give saved results (FILE …) or a live server (--url)", "--url")
     check_outputs([(out, "--out", False), (bench_out, "--bench-out", True)], results or [])
-    dep = CostFlags(draft_tp=draft_tp, cudagraph_max_tokens=cudagraph_max_tokens).apply(
-        deploy.config()
-    )
+    with flag_errors("--draft-tp/--cudagraph-max-tokens"):
+        dep = engine.apply(deploy.config())
     observations = _saved(results or [])
     partial = False
     if sweep.url:

@@ -13,15 +13,8 @@ import typer
 from alphagate.cli._app import JsonOpt, app, status
 from alphagate.cli._check import deployment_errors, fail, finite_float
 from alphagate.cli._groups import takes_groups
-from alphagate.cli._options import (
-    CalibrationOpt,
-    CostFlags,
-    DeploymentFlags,
-    LengthFlags,
-    SeedOpt,
-    calibrated_deployment,
-)
-from alphagate.cli._traffic import PlanMixFlags
+from alphagate.cli._options import CalibrationOpt, DeploymentFlags, SeedOpt, calibrated_deployment
+from alphagate.cli._workload import LengthFlags, PlanMixFlags
 from alphagate.cli.plan._output import (
     RunbookFlags,
     check_plan_outputs,
@@ -29,6 +22,7 @@ from alphagate.cli.plan._output import (
     plan_file,
     show_plan,
 )
+from alphagate.specs.calibration import CostOverrides
 
 
 @app.command("plan", short_help="The staged rollout plan for your traffic.")
@@ -99,7 +93,7 @@ def plan_cmd(
         ),
     ] = None,
     calibration: CalibrationOpt = None,
-    cost: CostFlags = CostFlags(),
+    cost: CostOverrides = CostOverrides(),
     as_json: JsonOpt = False,
 ) -> None:
     """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
