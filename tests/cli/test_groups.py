@@ -13,8 +13,8 @@ import typer
 from pydantic import Field, model_validator
 from typer.testing import CliRunner
 
-from alphagate.cli._groups import model_options, takes_groups
-from alphagate.cli._options import DeploymentFlags, given
+from alphagate.cli._groups import given, model_options, takes_groups
+from alphagate.cli._options import DeploymentFlags
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
 
 from alphagate.core.errors import ConfigError, validation_problem
 
+N = TypeVar("N", int, float)
+
 __all__ = [
     "DEPLOYMENT_FLAGS",
+    "bounded",
     "config_error",
     "deployment_errors",
     "fail",
@@ -86,6 +89,13 @@ def finite_float(
     return check
 
 
+def bounded(flag: str, *aliases: str, lo: float | None = None, hi: float | None = None,
+            **settings: Any) -> Any:  # fmt: skip
+    """A Typer option for a finite number within [lo, hi], which :func:`finite_float` checks
+    naming ``flag`` (``settings``: the rest of ``typer.Option``'s, help included)."""
+    return typer.Option(flag, *aliases, callback=finite_float(flag, lo, hi), **settings)
+
+
 def _no_empty_entry(text: str, flag: str) -> None:
     """``''``, ``1,,2`` and ``4,`` are refused: an empty entry is a typo, not a level."""
     if not text.strip():
@@ -94,17 +104,23 @@ def _no_empty_entry(text: str, flag: str) -> None:
         fail(f"{text!r} has an empty entry", flag)
 
 
+def _numbers(text: str, flag: str, kind: Callable[[str], N], what: str) -> list[N]:
+    """``text``'s comma-separated entries as ``kind`` (``what``: their name, for the message)."""
+    _no_empty_entry(text, flag)
+    try:
+        values = [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        fail(f"{text!r} is not a comma-separated list of {what}", flag)
+    if not values:
+        fail("the list is empty", flag)
+    return values
+
+
 def float_list(
     text: str, flag: str, lo: float | None = None, hi: float | None = None
 ) -> list[float]:
     """``0.4,0.5,0.7`` → finite floats in [lo, hi]."""
-    _no_empty_entry(text, flag)
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        fail(f"{text!r} is not a comma-separated list of numbers", flag)
-    if not values:
-        fail("the list is empty", flag)
+    values = _numbers(text, flag, float, "numbers")
     for x in values:
         if not math.isfinite(x):
             fail(f"{x} is not a finite number", flag)
@@ -115,13 +131,7 @@ def float_list(
 
 def int_list(text: str, flag: str, lo: int = 1, hi: int = 1_000_000) -> list[int]:
     """``1,16,64`` → integers in [lo, hi]."""
-    _no_empty_entry(text, flag)
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        fail(f"{text!r} is not a comma-separated list of integers", flag)
-    if not values:
-        fail("the list is empty", flag)
+    values = _numbers(text, flag, int, "integers")
     bad = [v for v in values if not lo <= v <= hi]
     if bad:
         fail(f"{bad[0]} is outside [{lo}, {hi:,}]", flag)

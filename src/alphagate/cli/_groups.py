@@ -33,9 +33,9 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 
-from alphagate.cli._check import config_error, finite_float, flag_of
+from alphagate.cli._check import bounded, config_error, flag_of
 
-__all__ = ["group_fields", "model_options", "takes_groups"]
+__all__ = ["given", "group_fields", "model_options", "takes_groups"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,20 +60,18 @@ def _scalar(annotation: Any) -> Any:
 def model_options(model: type[BaseModel]) -> list[inspect.Parameter]:
     """The options of a config record, one per field: flag ``--field-name``
     (:func:`~alphagate.cli._check.flag_of`), help the field's ``description``, its default, and its ``ge``/``le`` as
-    the option's bounds (a float's checked finite by :func:`~alphagate.cli._check.finite_float`)."""
+    the option's bounds (a float's checked finite by :func:`~alphagate.cli._check.bounded`)."""
     params = []
     for name, field in model.model_fields.items():
         flag = flag_of(name)
         lo, hi = _bounds(field.metadata)
         kind = _scalar(field.annotation)
-        bounds: dict[str, Any] = {}
         if kind is float:
-            bounds["callback"] = finite_float(flag, lo, hi)
-        elif kind is int and (lo is not None or hi is not None):
-            bounds.update(min=lo, max=hi)
-        elif lo is not None or hi is not None:
+            option = bounded(flag, lo=lo, hi=hi, help=field.description)
+        elif kind is int or (lo is None and hi is None):
+            option = typer.Option(flag, min=lo, max=hi, help=field.description)
+        else:
             raise TypeError(f"{model.__name__}.{name}: bounds on a {kind}")
-        option = typer.Option(flag, help=field.description, **bounds)
         params.append(
             inspect.Parameter(
                 name,
@@ -156,3 +154,10 @@ def takes_groups(fn: F) -> F:
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {q.name: q.annotation for q in params}
     return typing.cast(F, wrapper)
+
+
+def given(ctx: typer.Context, param: str) -> bool:
+    """Whether the parameter ``param`` (its Python name) was typed on the command line or set
+    from the environment, not left at its default."""
+    source = ctx.get_parameter_source(param)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")

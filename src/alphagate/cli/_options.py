@@ -6,24 +6,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from alphagate.cli._check import flag_errors
+from alphagate.cli._groups import given
 from alphagate.specs.deployment import DeploymentConfig, KvDtype, Method, WeightDtype, drafter_for
 
 if TYPE_CHECKING:
     from alphagate.specs.calibration import CalibrationProfile, EngineSettings
 
 __all__ = [
+    "API_KEY_ENV",
     "CalibrationOpt",
     "DeploymentFlags",
     "DtypeOpt",
     "KvDtypeOpt",
     "SeedOpt",
+    "api_key_option",
     "calibrated_deployment",
-    "given",
 ]
 
 _D = DeploymentConfig()
@@ -78,6 +80,16 @@ MaxBatchedOpt = Annotated[
         help="Tokens per engine step (chunked prefill).",
     ),
 ]
+#: where every verb that sends or checks a key reads it from when no flag gives it
+API_KEY_ENV = "ALPHAGATE_API_KEY"
+
+
+def api_key_option(help: str) -> Any:
+    """``--api-key``, read from :data:`API_KEY_ENV` when not given (``help``: what the verb
+    does with it)."""
+    return typer.Option("--api-key", envvar=API_KEY_ENV, help=help)
+
+
 SeedOpt = Annotated[
     int, typer.Option("--seed", min=0, help="Random seed (same seed, same numbers).")
 ]
@@ -158,10 +170,3 @@ def calibrated_deployment(
             profile.check_fits(asked, str(calibration))
     with flag_errors("--draft-tp/--cudagraph-max-tokens"):
         return cost.apply(from_flags if profile is None else profile.deployment), profile
-
-
-def given(ctx: typer.Context, param: str) -> bool:
-    """Whether the parameter ``param`` (its Python name) was typed on the command line or set
-    from the environment, not left at its default."""
-    source = ctx.get_parameter_source(param)
-    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")

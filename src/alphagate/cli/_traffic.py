@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from alphagate.cli._check import finite_float, float_list, int_list
+from alphagate.cli._check import bounded, float_list, int_list
 
 __all__ = ["SimLoadFlags"]
 
@@ -25,19 +25,13 @@ class SimLoadFlags:
     ] = None
     burstiness: Annotated[
         float,
-        typer.Option(
-            "--burstiness",
-            callback=finite_float("--burstiness", 0.01, 100.0),
-            help="Gamma shape of open-loop gaps (1 = Poisson).",
+        bounded(
+            "--burstiness", lo=0.01, hi=100.0, help="Gamma shape of open-loop gaps (1 = Poisson)."
         ),
     ] = 1.0
     think_time: Annotated[
         float,
-        typer.Option(
-            "--think-time",
-            callback=finite_float("--think-time", 0.0, 3600.0),
-            help="Closed-loop think time (s).",
-        ),
+        bounded("--think-time", lo=0.0, hi=3600.0, help="Closed-loop think time (s)."),
     ] = 0.0
     num_requests: Annotated[
         int | None,

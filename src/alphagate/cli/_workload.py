@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from alphagate.cli._check import fail, flag_errors, float_list, int_list
-from alphagate.cli._options import given
+from alphagate.cli._groups import given
 from alphagate.core.traffic import TrafficClass, parse_traffic_class, validate_classes
 from alphagate.specs.workload import WorkloadConfig, parse_length
 

@@ -10,15 +10,9 @@ import typer
 from rich.console import RenderableType
 
 from alphagate.cli._app import JsonOpt, app, console, show, status
-from alphagate.cli._check import deployment_errors, fail, finite_float, int_list
-from alphagate.cli._groups import takes_groups
-from alphagate.cli._options import (
-    CalibrationOpt,
-    DeploymentFlags,
-    SeedOpt,
-    calibrated_deployment,
-    given,
-)
+from alphagate.cli._check import bounded, deployment_errors, fail, int_list
+from alphagate.cli._groups import given, takes_groups
+from alphagate.cli._options import CalibrationOpt, DeploymentFlags, SeedOpt, calibrated_deployment
 from alphagate.cli._paths import check_outputs
 from alphagate.cli._traffic import SimLoadFlags
 from alphagate.cli._workload import LengthFlags, SimulateMixFlags
@@ -51,17 +45,19 @@ def simulate_cmd(
     ] = None,
     bw_eff: Annotated[
         float | None,
-        typer.Option(
+        bounded(
             "--bw-efficiency",
-            callback=finite_float("--bw-efficiency", 0.01, 1.0),
+            lo=0.01,
+            hi=1.0,
             help="Achieved ÷ peak HBM bandwidth (default: the GPU preset's).",
         ),
     ] = None,
     compute_eff: Annotated[
         float | None,
-        typer.Option(
+        bounded(
             "--compute-efficiency",
-            callback=finite_float("--compute-efficiency", 0.01, 1.0),
+            lo=0.01,
+            hi=1.0,
             help="Achieved ÷ peak dense FLOP/s (default: the GPU preset's).",
         ),
     ] = None,

@@ -23,7 +23,7 @@ try:  # ~0.2 s of imports: a Ctrl-C that lands here has nothing to keep, and get
     import typer
 
     from alphagate.cli._app import JsonOpt, app, err_console
-    from alphagate.cli._check import finite_float, flag_errors
+    from alphagate.cli._check import bounded, flag_errors
     from alphagate.cli._groups import takes_groups
     from alphagate.cli._options import SeedOpt
     from alphagate.cli.bench._load import LoadFlags
@@ -60,9 +60,10 @@ def bench_cmd(
     output: OutputFlags = OutputFlags(),
     temperature: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--temperature",
-            callback=finite_float("--temperature", 0.0, 2.0),
+            lo=0.0,
+            hi=2.0,
             help="Sampling temperature sent with every request (acceptance depends on it).",
         ),
     ] = 0.0,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from alphagate.cli._check import config_error, finite_float, flag_errors, int_list
+from alphagate.cli._check import bounded, config_error, flag_errors, int_list
 
 if TYPE_CHECKING:
     from alphagate.bench.config import Level
@@ -41,16 +41,13 @@ class LoadFlags:
     ] = None
     rate: Annotated[
         float | None,
-        typer.Option(
-            "--rate",
-            "--request-rate",
-            callback=finite_float("--rate", 1e-6, 1e6),
-            help="Open-loop request rate (req/s).",
+        bounded(
+            "--rate", "--request-rate", lo=1e-6, hi=1e6, help="Open-loop request rate (req/s)."
         ),
     ] = None
     burstiness: Annotated[
         float,
-        typer.Option("--burstiness", callback=finite_float("--burstiness", 0.01, 100.0)),
+        bounded("--burstiness", lo=0.01, hi=100.0),
     ] = 1.0
     num_prompts: Annotated[
         int | None,
@@ -75,11 +72,7 @@ class LoadFlags:
     ] = 1
     duration: Annotated[
         float | None,
-        typer.Option(
-            "--duration",
-            callback=finite_float("--duration", 0.001),
-            help="Stop sending after this many seconds per level.",
-        ),
+        bounded("--duration", lo=0.001, help="Stop sending after this many seconds per level."),
     ] = None
     warmup: Annotated[
         int,
@@ -90,9 +83,10 @@ class LoadFlags:
     slo: Annotated[str | None, typer.Option("--slo", help=_SLO_HELP)] = None
     slo_attainment: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--slo-attainment",
-            callback=finite_float("--slo-attainment", 0.01, 1.0),
+            lo=0.01,
+            hi=1.0,
             help="Share of a level's requests that must be good for the level to meet the SLO "
             "(0.99: with one bound, its P99 is within it).",
         ),
@@ -107,9 +101,10 @@ class LoadFlags:
     ] = None
     sweep_tolerance: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--sweep-tolerance",
-            callback=finite_float("--sweep-tolerance", 0.001, 1.0),
+            lo=0.001,
+            hi=1.0,
             help="Bisection stops when first failing load ÷ knee ≤ 1 + this (or adjacent "
             "concurrencies).",
         ),

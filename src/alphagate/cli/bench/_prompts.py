@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from alphagate.cli._app import err_console
-from alphagate.cli._check import fail, finite_float, flag_errors
+from alphagate.cli._check import bounded, fail, flag_errors
 
 if TYPE_CHECKING:
     from alphagate.bench.dataset import Prompt
@@ -74,9 +74,10 @@ class PromptFlags:
     trace: Annotated[Path | None, typer.Option("--trace", help=_TRACE_HELP)] = None
     time_scale: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--time-scale",
-            callback=finite_float("--time-scale", 0.001, 1000.0),
+            lo=0.001,
+            hi=1000.0,
             help="--trace: wall seconds per trace second (0.1 replays ten times faster).",
         ),
     ] = 1.0

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from alphagate.cli._check import config_error, fail, finite_float
+from alphagate.cli._check import bounded, config_error, fail
+from alphagate.cli._options import API_KEY_ENV, api_key_option
 from alphagate.cli._paths import check_http_urls
 
 __all__ = ["LimitFlags", "TargetFlags"]
@@ -36,11 +37,7 @@ class TargetFlags:
     ] = None
     api_key: Annotated[
         str | None,
-        typer.Option(
-            "--api-key",
-            envvar="ALPHAGATE_API_KEY",
-            help="Bearer key (or $ALPHAGATE_API_KEY); never written out.",
-        ),
+        api_key_option("Bearer key (or $ALPHAGATE_API_KEY); never written out."),
     ] = None
     header: Annotated[
         list[str] | None,
@@ -60,7 +57,7 @@ class TargetFlags:
 
     def check_environment(self) -> None:
         """An empty ``$ALPHAGATE_API_KEY`` is a mistake, not "no key"."""
-        if os.environ.get("ALPHAGATE_API_KEY") == "" and self.api_key is None:
+        if os.environ.get(API_KEY_ENV) == "" and self.api_key is None:
             fail("ALPHAGATE_API_KEY is set but empty; unset it to send no key", "--api-key")
 
     def config_fields(self) -> dict[str, Any]:
@@ -94,17 +91,19 @@ class LimitFlags:
 
     timeout: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--timeout",
-            callback=finite_float("--timeout", 0.001, 86_400.0),
+            lo=0.001,
+            hi=86_400.0,
             help="Seconds without data before a stream counts as stalled.",
         ),
     ] = 60.0
     request_timeout: Annotated[
         float | None,
-        typer.Option(
+        bounded(
             "--request-timeout",
-            callback=finite_float("--request-timeout", 0.001, 86_400.0),
+            lo=0.001,
+            hi=86_400.0,
             help="The most seconds one request may take in all, however its bytes come (a server "
             "that trickles never stalls); it then fails as request_timeout. Default: --timeout + "
             "1 s per max_tokens token (4,096 when a request has none).",
@@ -115,19 +114,16 @@ class LimitFlags:
     ] = None
     max_error_rate: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--max-error-rate",
-            callback=finite_float("--max-error-rate", 0.0, 1.0),
+            lo=0.0,
+            hi=1.0,
             help="Stop (and exit 1) when failures ÷ requests of a level exceed this.",
         ),
     ] = 0.05
     max_duration: Annotated[
         float | None,
-        typer.Option(
-            "--max-duration",
-            callback=finite_float("--max-duration", 0.001),
-            help="Stop sending after this many seconds in all.",
-        ),
+        bounded("--max-duration", lo=0.001, help="Stop sending after this many seconds in all."),
     ] = None
 
     def config_fields(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import typer
 from rich.console import RenderableType
 
 from alphagate.cli._app import JsonOpt, app, console, err_console, json_dumps, show, status
-from alphagate.cli._check import config_error, fail, finite_float, flag_errors
+from alphagate.cli._check import bounded, config_error, fail, flag_errors
 from alphagate.cli._files import atomic_write_text, sigterm_as_interrupt
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import DeploymentFlags, SeedOpt
@@ -46,9 +46,10 @@ def calibrate_cmd(
     engine: EngineSettings = EngineSettings(),
     time_scale: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--time-scale",
-            callback=finite_float("--time-scale", 1e-6, 1e6),
+            lo=1e-6,
+            hi=1e6,
             help="Wall seconds per server second (an alphagate twin run at --time-scale); the "
             "measured times are divided by it.",
         ),

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alphagate.cli._app import err_console, json_dumps, status
-from alphagate.cli._check import config_error, fail, finite_float, int_list
+from alphagate.cli._check import bounded, config_error, fail, int_list
 from alphagate.cli._files import atomic_write_text
+from alphagate.cli._options import api_key_option
 
 if TYPE_CHECKING:
     from alphagate.calibrate.observations import Observation
@@ -43,11 +44,7 @@ class SweepFlags:
     ] = None
     api_key: Annotated[
         str | None,
-        typer.Option(
-            "--api-key",
-            envvar="ALPHAGATE_API_KEY",
-            help="Bearer key for --url (or $ALPHAGATE_API_KEY, as bench and twin read it).",
-        ),
+        api_key_option("Bearer key for --url (or $ALPHAGATE_API_KEY, as bench and twin read it)."),
     ] = None
     concurrency: Annotated[
         str,
@@ -88,9 +85,10 @@ class SweepFlags:
     ] = 2048
     timeout: Annotated[
         float | None,
-        typer.Option(
+        bounded(
             "--timeout",
-            callback=finite_float("--timeout", 0.01, 86_400.0),
+            lo=0.01,
+            hi=86_400.0,
             help="Seconds one request of the live sweep may take, and the limit of a connect or "
             "a /metrics read (default: 30 + 0.25 per output token).",
         ),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._check import config_error, fail, finite_float
+from alphagate.cli._check import bounded, config_error, fail
 
 if TYPE_CHECKING:
     from alphagate.gate import RuleSet
@@ -105,19 +105,13 @@ class LiveFlags:
     ] = False
     interval: Annotated[
         float,
-        typer.Option(
-            "--interval",
-            callback=finite_float("--interval", 1.0, 86_400.0),
-            help="Seconds between evaluations with --watch.",
+        bounded(
+            "--interval", lo=1.0, hi=86_400.0, help="Seconds between evaluations with --watch."
         ),
     ] = 60.0
     duration: Annotated[
         float | None,
-        typer.Option(
-            "--duration",
-            callback=finite_float("--duration", 1.0),
-            help="With --watch: stop after this many seconds.",
-        ),
+        bounded("--duration", lo=1.0, help="With --watch: stop after this many seconds."),
     ] = None
 
     def source(self, rs: RuleSet, window_s: float) -> LiveSource | None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from alphagate.cli._check import finite_float
+from alphagate.cli._check import bounded
 
 __all__ = ["ReplayModels", "ReplayRequests", "ReplayRun", "ReplaySampling"]
 
@@ -103,15 +103,11 @@ class ReplaySampling:
     ] = None
     temperature: Annotated[
         float,
-        typer.Option(
-            "--temperature",
-            callback=finite_float("--temperature", 0.0, 2.0),
-            help="The engine's temperature (0: greedy, exact).",
+        bounded(
+            "--temperature", lo=0.0, hi=2.0, help="The engine's temperature (0: greedy, exact)."
         ),
     ] = 0.0
-    top_p: Annotated[
-        float, typer.Option("--top-p", callback=finite_float("--top-p", 1e-6, 1.0))
-    ] = 1.0
+    top_p: Annotated[float, bounded("--top-p", lo=1e-6, hi=1.0)] = 1.0
     top_k: Annotated[int, typer.Option("--top-k", min=0, help="0: off.")] = 0
     draft_sampling: Annotated[
         Literal["greedy", "probabilistic"],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alphagate.cli._app import console, err_console
-from alphagate.cli._check import fail, finite_float
+from alphagate.cli._check import bounded, fail
 from alphagate.cli._files import sigterm_as_interrupt
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._paths import check_http_urls
@@ -49,19 +49,11 @@ def live(
     ] = 2000,
     duration: Annotated[
         float | None,
-        typer.Option(
-            "--duration",
-            callback=finite_float("--duration", 0.1),
-            help="Stop after this many seconds.",
-        ),
+        bounded("--duration", lo=0.1, help="Stop after this many seconds."),
     ] = None,
     interval: Annotated[
         float,
-        typer.Option(
-            "--interval",
-            callback=finite_float("--interval", 0.05, 3600.0),
-            help="Seconds between scrapes.",
-        ),
+        bounded("--interval", lo=0.05, hi=3600.0, help="Seconds between scrapes."),
     ] = 2.0,
     k: KOpt = None,
     results: ResultsFlags = ResultsFlags(),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alphagate.cli._app import app
-from alphagate.cli._check import finite_float
+from alphagate.cli._check import bounded
 
 if TYPE_CHECKING:
     from alphagate.theory.answers import CostModel
@@ -26,11 +26,8 @@ app.add_typer(model_app, name="model", short_help="Closed forms: speedup, break-
 
 AlphaOpt = Annotated[
     float,
-    typer.Option(
-        "--alpha",
-        "-a",
-        callback=finite_float("--alpha", 0.0, 1.0),
-        help="α: conditional per-token acceptance, in [0, 1].",
+    bounded(
+        "--alpha", "-a", lo=0.0, hi=1.0, help="α: conditional per-token acceptance, in [0, 1]."
     ),
 ]
 KOpt = Annotated[
@@ -38,10 +35,11 @@ KOpt = Annotated[
 ]
 DraftCostOpt = Annotated[
     float,
-    typer.Option(
+    bounded(
         "--draft-cost",
         "-c",
-        callback=finite_float("--draft-cost", 0.0, 100.0),
+        lo=0.0,
+        hi=100.0,
         help="c: one draft forward ÷ one plain decode step (>= 0).",
     ),
 ]
@@ -55,10 +53,11 @@ class CostFlags:
     draft_cost: DraftCostOpt = 0.0
     verify_cost: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--verify-cost",
             "-v",
-            callback=finite_float("--verify-cost", 1e-9, 100.0),
+            lo=1e-9,
+            hi=100.0,
             help="v: verify pass over K+1 tokens ÷ one plain decode step (> 0; 1 = Leviathan's assumption).",
         ),
     ] = 1.0

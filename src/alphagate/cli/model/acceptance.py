@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from alphagate.cli._app import JsonOpt, show
-from alphagate.cli._check import fail, finite_float
+from alphagate.cli._check import bounded, fail
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._workload import traffic_classes
 from alphagate.cli.model._common import CostFlags, KOpt, model_app
@@ -44,28 +44,21 @@ def convert(
     k: KOpt,
     alpha: Annotated[
         float | None,
-        typer.Option(
-            "--alpha",
-            "-a",
-            callback=finite_float("--alpha", 0.0, 1.0),
-            help="Given α (conditional).",
-        ),
+        bounded("--alpha", "-a", lo=0.0, hi=1.0, help="Given α (conditional)."),
     ] = None,
     rho: Annotated[
         float | None,
-        typer.Option(
-            "--draft-acceptance-rate",
-            "--rho",
-            callback=finite_float("--draft-acceptance-rate", 0.0, 1.0),
-            help="Given ρ = accepted ÷ drafted.",
+        bounded(
+            "--draft-acceptance-rate", "--rho", lo=0.0, hi=1.0, help="Given ρ = accepted ÷ drafted."
         ),
     ] = None,
     tau: Annotated[
         float | None,
-        typer.Option(
+        bounded(
             "--mean-acceptance-length",
             "--tau",
-            callback=finite_float("--mean-acceptance-length", 1.0, 65.0),
+            lo=1.0,
+            hi=65.0,
             help="Given τ (incl. bonus token).",
         ),
     ] = None,

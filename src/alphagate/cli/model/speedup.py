@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from alphagate.cli._app import JsonOpt, show
-from alphagate.cli._check import finite_float, float_list, int_list
+from alphagate.cli._check import bounded, float_list, int_list
 from alphagate.cli._groups import takes_groups
 from alphagate.cli.model._common import AlphaOpt, CostFlags, DraftCostOpt, KOpt, model_app
 
@@ -59,12 +59,7 @@ def breakeven(
 def required(
     target_speedup: Annotated[
         float,
-        typer.Option(
-            "--speedup",
-            "-s",
-            callback=finite_float("--speedup", 1e-9, 1e6),
-            help="Target speedup (e.g. 2 for 2×).",
-        ),
+        bounded("--speedup", "-s", lo=1e-9, hi=1e6, help="Target speedup (e.g. 2 for 2×)."),
     ],
     k: KOpt,
     costs: CostFlags = CostFlags(),

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from alphagate.cli._app import JsonOpt, app, status
-from alphagate.cli._check import deployment_errors, fail, finite_float
+from alphagate.cli._check import bounded, deployment_errors, fail
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import CalibrationOpt, DeploymentFlags, SeedOpt, calibrated_deployment
 from alphagate.cli._workload import LengthFlags, PlanMixFlags
@@ -42,11 +42,7 @@ def plan_cmd(
     ] = None,
     slo: Annotated[
         float | None,
-        typer.Option(
-            "--slo-p99-itl-ms",
-            callback=finite_float("--slo-p99-itl-ms", 1e-6),
-            help="P99 ITL-per-token SLO (ms).",
-        ),
+        bounded("--slo-p99-itl-ms", lo=1e-6, help="P99 ITL-per-token SLO (ms)."),
     ] = None,
     engine: Annotated[
         Literal["vllm", "sglang"], typer.Option("--engine", help="Serving engine.")
@@ -67,9 +63,10 @@ def plan_cmd(
     runbook: RunbookFlags = RunbookFlags(),
     p99_budget: Annotated[
         float | None,
-        typer.Option(
+        bounded(
             "--p99-budget",
-            callback=finite_float("--p99-budget", 1.0, 10.0),
+            lo=1.0,
+            hi=10.0,
             help="Allow the candidate's P99 ITL per token at the target up to this many times the "
             "baseline's (1.1 = 10% worse); default: not worse.",
         ),

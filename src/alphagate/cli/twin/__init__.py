@@ -8,15 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alphagate.cli._app import app, console
-from alphagate.cli._check import DEPLOYMENT_FLAGS, config_error, fail, finite_float
-from alphagate.cli._groups import takes_groups
-from alphagate.cli._options import (
-    CalibrationOpt,
-    DeploymentFlags,
-    SeedOpt,
-    calibrated_deployment,
-    given,
-)
+from alphagate.cli._check import DEPLOYMENT_FLAGS, bounded, config_error, fail
+from alphagate.cli._groups import given, takes_groups
+from alphagate.cli._options import CalibrationOpt, DeploymentFlags, SeedOpt, calibrated_deployment
 from alphagate.cli._workload import LengthFlags, traffic_classes
 from alphagate.cli.twin._engine import EngineFlags
 from alphagate.cli.twin._serve import ServeFlags, start_in_background
@@ -38,12 +32,7 @@ def twin_cmd(
     ] = 3,
     alpha: Annotated[
         float,
-        typer.Option(
-            "--alpha",
-            "-a",
-            callback=finite_float("--alpha", 0.0, 1.0),
-            help="α of the single class.",
-        ),
+        bounded("--alpha", "-a", lo=0.0, hi=1.0, help="α of the single class."),
     ] = 0.7,
     classes: Annotated[
         list[str] | None,
@@ -56,9 +45,10 @@ def twin_cmd(
     lengths: LengthFlags = LengthFlags(),
     time_scale: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--time-scale",
-            callback=finite_float("--time-scale", 0.0, 1000.0),
+            lo=0.0,
+            hi=1000.0,
             help="Wall seconds per simulated second; 0 = as fast as possible.",
         ),
     ] = 1.0,

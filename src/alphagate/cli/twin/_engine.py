@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from alphagate.cli._check import fail, finite_float
-from alphagate.cli._options import given
+from alphagate.cli._check import bounded, fail
+from alphagate.cli._groups import given
 
 if TYPE_CHECKING:
     from alphagate.specs.deployment import Method
@@ -50,9 +50,10 @@ class EngineFlags:
     ] = False
     log_stats_interval: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--log-stats-interval",
-            callback=finite_float("--log-stats-interval", 0.0, 86_400.0),
+            lo=0.0,
+            hi=86_400.0,
             help="Seconds between vLLM-format 'SpecDecoding metrics' lines on stderr (vLLM's "
             "VLLM_LOG_STATS_INTERVAL; 0 = none). `alphagate measure logs` reads them.",
         ),

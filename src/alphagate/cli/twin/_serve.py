@@ -14,6 +14,7 @@ import typer
 
 from alphagate.cli._app import console
 from alphagate.cli._check import fail
+from alphagate.cli._options import API_KEY_ENV, api_key_option
 from alphagate.cli._paths import check_output_path
 
 __all__ = ["ServeFlags", "start_in_background"]
@@ -33,11 +34,7 @@ class ServeFlags:
     )
     api_key: Annotated[
         str | None,
-        typer.Option(
-            "--api-key",
-            envvar="ALPHAGATE_API_KEY",
-            help="Require this Bearer key (or $ALPHAGATE_API_KEY).",
-        ),
+        api_key_option("Require this Bearer key (or $ALPHAGATE_API_KEY)."),
     ] = None
     background: Annotated[
         bool,
@@ -70,7 +67,7 @@ class ServeFlags:
     def key(self) -> str | None:
         """The API key clients must send (None: none); an empty one is refused."""
         api_key = self.api_key
-        if os.environ.get("ALPHAGATE_API_KEY") == "" and api_key is None:
+        if os.environ.get(API_KEY_ENV) == "" and api_key is None:
             api_key = ""  # an empty variable is a mistake, not "no authentication"
         if api_key is not None and not api_key.strip():
             fail(
