@@ -14,7 +14,7 @@ from alphagate.cli._check import bounded
 if TYPE_CHECKING:
     from alphagate.theory.answers import CostModel
 
-__all__ = ["AlphaOpt", "CostFlags", "DraftCostOpt", "KOpt", "model_app"]
+__all__ = ["AlphaOpt", "DraftCostOpt", "KOpt", "RatioFlags", "model_app"]
 
 model_app = typer.Typer(
     help="Closed forms (no hardware needed): speedup, break-even α, α for a target speedup, "
@@ -46,7 +46,7 @@ DraftCostOpt = Annotated[
 
 
 @dataclass(frozen=True)
-class CostFlags:
+class RatioFlags:
     """The draft and verify cost ratios, in plain decode steps (Leviathan's idealisation by
     default)."""
 

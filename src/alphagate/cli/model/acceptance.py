@@ -11,7 +11,7 @@ from alphagate.cli._app import JsonOpt, show
 from alphagate.cli._check import bounded, fail
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._workload import traffic_classes
-from alphagate.cli.model._common import CostFlags, KOpt, model_app
+from alphagate.cli.model._common import KOpt, RatioFlags, model_app
 
 __all__ = ["blend", "convert"]
 
@@ -28,7 +28,7 @@ def blend(
         ),
     ],
     k: KOpt,
-    costs: CostFlags = CostFlags(),
+    costs: RatioFlags = RatioFlags(),
     as_json: JsonOpt = False,
 ) -> None:
     """Blend classes by time per token (not by averaging α); shows the naive mean α beside it."""

@@ -10,7 +10,7 @@ import typer
 from alphagate.cli._app import JsonOpt, show
 from alphagate.cli._check import bounded, float_list, int_list
 from alphagate.cli._groups import takes_groups
-from alphagate.cli.model._common import AlphaOpt, CostFlags, DraftCostOpt, KOpt, model_app
+from alphagate.cli.model._common import AlphaOpt, DraftCostOpt, KOpt, RatioFlags, model_app
 
 __all__ = ["breakeven", "optimal_k", "required", "speedup", "table"]
 
@@ -20,7 +20,7 @@ __all__ = ["breakeven", "optimal_k", "required", "speedup", "table"]
 def speedup(
     alpha: AlphaOpt,
     k: KOpt,
-    costs: CostFlags = CostFlags(),
+    costs: RatioFlags = RatioFlags(),
     as_json: JsonOpt = False,
 ) -> None:
     """Exact speedup S = E(α,K)/(K·c + v), with τ, ρ and the linear rule of thumb beside it."""
@@ -39,7 +39,7 @@ def speedup(
 @takes_groups
 def breakeven(
     k: KOpt,
-    costs: CostFlags = CostFlags(),
+    costs: RatioFlags = RatioFlags(),
     as_json: JsonOpt = False,
 ) -> None:
     """α at which speculation stops paying (S = 1), exact and per the linear rule overhead/K."""
@@ -62,7 +62,7 @@ def required(
         bounded("--speedup", "-s", lo=1e-9, hi=1e6, help="Target speedup (e.g. 2 for 2×)."),
     ],
     k: KOpt,
-    costs: CostFlags = CostFlags(),
+    costs: RatioFlags = RatioFlags(),
     as_json: JsonOpt = False,
 ) -> None:
     """Smallest α that reaches a target speedup (null with the reason when unreachable)."""
@@ -77,7 +77,7 @@ def required(
 @takes_groups
 def optimal_k(
     alpha: AlphaOpt,
-    costs: CostFlags = CostFlags(),
+    costs: RatioFlags = RatioFlags(),
     k_max: Annotated[int, typer.Option("--k-max", min=1, max=64, help="Largest K to try.")] = 10,
     as_json: JsonOpt = False,
 ) -> None:
