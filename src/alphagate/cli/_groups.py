@@ -59,8 +59,9 @@ def _scalar(annotation: Any) -> Any:
 
 def model_options(model: type[BaseModel]) -> list[inspect.Parameter]:
     """The options of a config record, one per field: flag ``--field-name``
-    (:func:`~alphagate.cli._check.flag_of`), help the field's ``description``, its default, and its ``ge``/``le`` as
-    the option's bounds (a float's checked finite by :func:`~alphagate.cli._check.bounded`)."""
+    (:func:`~alphagate.cli._check.flag_of`), help the field's ``description``, its default, and
+    its ``ge``/``le`` as the option's bounds (a float's checked finite by
+    :func:`~alphagate.cli._check.bounded`)."""
     params = []
     for name, field in model.model_fields.items():
         flag = flag_of(name)
