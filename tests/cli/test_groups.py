@@ -1,6 +1,7 @@
-"""Option groups (cli/_groups.py): a dataclass of Typer options declared once, taken whole by a
-verb — on the command line one option per field, in the verb one instance; `given` still sees
-which were typed."""
+"""Option groups (cli/_groups.py): a dataclass of Typer options, or a config record whose options
+are generated from its fields, declared once and taken whole by a verb — on the command line one
+option per field, in the verb one instance (a record validated, its rules naming their flag);
+`given` still sees which were typed."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import Annotated
 
 import pytest
 import typer
+from pydantic import Field, model_validator
 from typer.testing import CliRunner
 
-from alphagate.cli._groups import takes_groups
-from alphagate.cli._options import CostFlags, DeploymentFlags, given
+from alphagate.cli._groups import given, model_options, takes_groups
+from alphagate.cli._options import DeploymentFlags
+from alphagate.core.errors import ConfigError
+from alphagate.core.records import Frozen
 
 Size = Annotated[int, typer.Option("--size", min=1, help="How big.")]
 Name = Annotated[str, typer.Option("--name", help="What it is called.")]
@@ -58,6 +62,7 @@ def test_an_option_declared_twice_is_refused_when_the_verb_is_defined() -> None:
 
 
 def test_the_shared_groups_default_to_the_config_records_defaults() -> None:
+    from alphagate.specs.calibration import CostOverrides
     from alphagate.specs.deployment import DeploymentConfig
 
     d, dep = DeploymentConfig(), DeploymentFlags().config()
@@ -67,4 +72,77 @@ def test_the_shared_groups_default_to_the_config_records_defaults() -> None:
         d.max_num_seqs,
         d.drafter.method,
     )
-    assert CostFlags().apply(dep) == dep  # no coefficient given: the deployment as it was
+    assert CostOverrides().apply(dep) == dep  # no coefficient given: the deployment as it was
+
+
+class Window(Frozen):
+    """A config record taken as a group: its options are generated from its fields."""
+
+    width_s: float = Field(default=1.0, ge=0.5, le=10.0, description="How wide, in seconds.")
+    count: int | None = Field(default=None, ge=1, le=9, description="How many.")
+    strict: bool = Field(default=False, description="Refuse what is off.")
+    label: str = Field(default="w", description="What it is called.")
+
+    @model_validator(mode="after")
+    def _count_fits(self) -> Window:
+        if self.count is not None and self.count > self.width_s:
+            raise ConfigError("more counts than seconds", "count")
+        return self
+
+
+def _record_app(seen: list[object]) -> typer.Typer:
+    app = typer.Typer()
+
+    @app.command()
+    @takes_groups
+    def cmd(ctx: typer.Context, window: Window = Window()) -> None:
+        seen.append((window, given(ctx, "width_s")))
+
+    return app
+
+
+def test_a_config_record_is_a_group_of_options_generated_from_its_fields() -> None:
+    seen: list[object] = []
+    app = _record_app(seen)
+    r = CliRunner().invoke(app, ["--width-s", "4", "--count", "2", "--strict"])
+    assert r.exit_code == 0, r.output
+    assert seen == [(Window(width_s=4.0, count=2, strict=True), True)]
+    params = {p.name: p for p in typer.main.get_command(app).params}
+    assert params["width_s"].opts == ["--width-s"]
+    assert params["width_s"].help == "How wide, in seconds."
+    assert (params["count"].min, params["count"].max, params["count"].default) == (1, 9, None)
+    assert params["label"].default == "w" and params["strict"].is_flag
+
+
+def test_a_generated_option_keeps_the_fields_bounds_and_its_rules() -> None:
+    app = _record_app([])
+    for args, flag, words in (
+        (["--width-s", "11"], "--width-s", "above the largest allowed value, 10"),
+        (["--width-s", "nan"], "--width-s", "finite"),
+        (["--count", "0"], "--count", ""),
+        (["--width-s", "1", "--count", "3"], "--count", "more counts than seconds"),
+    ):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert flag in r.output and words in r.output, (args, r.output)
+
+
+def test_an_exclusive_bound_has_no_option() -> None:
+    class Open(Frozen):
+        x: float = Field(default=1.0, gt=0.0)
+
+    with pytest.raises(TypeError, match="inclusive"):
+        model_options(Open)
+
+
+def test_the_gates_flags_are_its_threshold_and_policy_records() -> None:
+    from alphagate.cli import app
+    from alphagate.gate.rules import EvidencePolicy, Thresholds
+
+    gate = typer.main.get_command(app).commands["gate"]  # type: ignore[attr-defined]
+    flags = {o for p in gate.params for o in p.opts}
+    for record in (Thresholds, EvidencePolicy):
+        for name, field in record.model_fields.items():
+            (p,) = [p for p in gate.params if p.name == name]
+            assert p.opts == ["--" + name.replace("_", "-")] and p.help == field.description
+    assert {"--min-alpha", "--max-itl-per-token-p99-ms", "--min-drafts", "--max-age"} <= flags

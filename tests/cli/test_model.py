@@ -267,7 +267,9 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in sys.modules if m.startswith("alphagate.cli.") and m[14] != "_")))
+# the verbs' modules (a verb's package counts once, without the modules inside it)
+verbs = (m for m in sys.modules if m.startswith("alphagate.cli.") and m.count(".") == 2)
+print(json.dumps(sorted(m for m in verbs if m[14] != "_")))
 import os
 print(os.environ.get("OPENBLAS_NUM_THREADS"))
 """

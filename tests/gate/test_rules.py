@@ -13,8 +13,10 @@ import alphagate as ag
 from alphagate.core.errors import ConfigError
 from alphagate.gate.rules import (
     DEFAULT_MAX_ERROR_RATE,
+    EvidencePolicy,
     Rule,
     RuleSet,
+    Thresholds,
     load_rules,
     refuse_vacuous,
     rule_set,
@@ -89,3 +91,38 @@ def test_the_gate_names_the_flag_of_a_rule_that_cannot_fail(tmp_path: Path) -> N
     assert r.exit_code == 2
     err = json.loads(r.stdout)["error"]
     assert err["param"] == "--min-tpot-speedup" and "passes whatever is measured" in err["message"]
+
+
+def test_thresholds_give_a_rule_per_value_scoped_by_kind() -> None:
+    """Acceptance rules take the class, A/B rules the level; ``max_`` fields are ≤ rules."""
+    rules = Thresholds(min_alpha=0.6, min_tpot_speedup=1.1, max_error_rate=0.02).rules(
+        cls="chat", concurrency=8
+    )
+    assert [(r.metric, r.op, r.threshold, r.cls, r.concurrency) for r in rules] == [
+        ("alpha", ">=", 0.6, "chat", None),
+        ("tpot_speedup", ">=", 1.1, None, 8),
+        ("error_rate", "<=", 0.02, None, 8),
+    ]
+    assert Thresholds().rules() == []
+
+
+def test_every_threshold_names_a_metric_and_refuses_a_rule_that_cannot_fail() -> None:
+    for name in Thresholds.model_fields:
+        bound, metric = name.split("_", 1)
+        assert bound in ("min", "max") and metric in Rule.model_fields["metric"].annotation.__args__
+    with pytest.raises(ConfigError) as err:
+        Thresholds(min_alpha=0.0).rules()
+    assert err.value.field == "min_alpha"
+    with pytest.raises(ValueError):
+        Thresholds(min_alpha=1.5)
+
+
+def test_the_evidence_policy_merges_as_rule_set_does() -> None:
+    file = RuleSet(rules=[ALPHA], min_drafts=5000)
+    policy = EvidencePolicy(min_drafts=10, min_requests=300, ignore_errors=True)
+    assert policy.rule_set([TPOT], file=file, bench=True) == rule_set(
+        [TPOT], file=file, min_drafts=10, min_requests=300, count_errors=False, bench=True
+    )
+    assert EvidencePolicy().rule_set([TPOT], file=None, bench=False).rules[1].metric == (
+        "error_rate"
+    )

@@ -1,17 +1,48 @@
 """The bench's typed configuration: load levels and one run's targets, request shape and fault
-limits (:class:`BenchConfig`), validated once and handed to the runner."""
+limits (:class:`BenchConfig`), validated once and handed to the runner; and the rules of a run
+that the CLI and the Python API share — one load shape per run (:func:`check_load_shape`), the
+targets (:func:`targets_for`), the largest sweep (:func:`check_sweep`), how long a trace's
+replay may take (:func:`check_replay`) and how many worker processes have work
+(:func:`useful_workers`). Each refusal is a :class:`~alphagate.core.errors.ConfigError` naming
+the field (and so the flag) at fault."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, SecretStr, model_validator
 
 from alphagate.bench.slo import SLO
 from alphagate.bench.sweep import Sweep
+from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 
-__all__ = ["BenchConfig", "Level", "levels_for"]
+if TYPE_CHECKING:
+    from alphagate.bench.dataset import Prompt
+
+__all__ = [
+    "MAX_CONCURRENCY",
+    "MAX_REPLAY_S",
+    "BenchConfig",
+    "Level",
+    "Replay",
+    "Workers",
+    "check_load_shape",
+    "check_replay",
+    "check_sweep",
+    "check_warmup",
+    "levels_for",
+    "targets_for",
+    "useful_workers",
+]
+
+#: the most users (requests in flight) one level may have
+MAX_CONCURRENCY = 100_000
+#: the longest trace replay (wall seconds, after its time scale) run without a limit that ends
+#: it sooner
+MAX_REPLAY_S = 86_400.0
 
 
 class Level(Frozen):
@@ -116,6 +147,9 @@ class BenchConfig(Frozen):
             raise ValueError("a sweep searches for the load at which an SLO breaks: give an SLO")
         if self.sweep is None and not self.levels:
             raise ValueError("give at least one load level, or a sweep")
+        if self.sweep is not None:
+            check_sweep(self.sweep)
+        check_warmup(self.warmup, self.num_prompts)
         return self
 
 
@@ -138,3 +172,104 @@ def levels_for(
             )
         return (Level(label=f"r{rate:g}", rate=rate),)
     return tuple(Level(label=f"c{c}", concurrency=c) for c in (concurrency or [1]))
+
+
+def targets_for(
+    url: str | None, baseline: str | None, candidate: str | None
+) -> tuple[tuple[str, str], ...]:
+    """The run's targets: one (``default``), or a baseline and a candidate."""
+    if url and (baseline or candidate):
+        raise ConfigError("give --url, or --baseline-url with --candidate-url", "url")
+    if url:
+        return (("default", url),)
+    if baseline and candidate:
+        return (("baseline", baseline), ("candidate", candidate))
+    raise ConfigError("give --url, or both --baseline-url and --candidate-url", "url")
+
+
+def check_load_shape(
+    *, trace: bool, dataset: bool, rate: bool, sweep: bool, concurrency: bool, slo: bool
+) -> None:
+    """One load shape per run: levels, a rate, a sweep or a trace (each argument: whether it
+    was given)."""
+    if trace:
+        for given, name in ((dataset, "dataset"), (rate, "rate"), (sweep, "sweep")):
+            if given:
+                raise ConfigError(
+                    f"a trace brings its own requests and arrival times; drop --{name}", "trace"
+                )
+    if sweep:
+        if not slo:
+            raise ConfigError(
+                "a sweep searches for the load at which the SLO breaks: give --slo", "sweep"
+            )
+        for given, name in ((rate, "rate"), (concurrency, "concurrency")):
+            if given:
+                raise ConfigError(f"--sweep chooses the loads itself; drop --{name}", "sweep")
+
+
+def check_sweep(sweep: Sweep) -> None:
+    """A concurrency sweep stays within :data:`MAX_CONCURRENCY` users."""
+    if sweep.kind == "concurrency" and sweep.hi > MAX_CONCURRENCY:
+        raise ConfigError(
+            f"{sweep.hi:g} is above the largest concurrency, {MAX_CONCURRENCY:,}", "sweep"
+        )
+
+
+def check_warmup(warmup: int, n_requests: int) -> None:
+    """The requests a level leaves out of its statistics leave some to measure."""
+    if warmup >= n_requests:
+        raise ConfigError(
+            f"--warmup {warmup} leaves no request of the {n_requests} to measure", "warmup"
+        )
+
+
+class Replay(NamedTuple):
+    """How long a trace's replay takes: the wall seconds to its last request, and the limit
+    that ends it sooner (infinite when none does)."""
+
+    span_s: float
+    limit_s: float
+
+
+def check_replay(
+    prompts: Sequence[Prompt],
+    time_scale: float,
+    *,
+    max_duration_s: float | None = None,
+    duration_s: float | None = None,
+) -> Replay:
+    """A trace's replay takes its span × ``time_scale``: past :data:`MAX_REPLAY_S` it is
+    refused unless a limit ends it sooner."""
+    span = max((p.arrival_s or 0.0) for p in prompts) * time_scale
+    limit = min(x for x in (max_duration_s, duration_s, math.inf) if x is not None)
+    if span > MAX_REPLAY_S and limit > MAX_REPLAY_S:
+        raise ConfigError(
+            f"replaying it takes {span:,.0f} s ({span / 86_400:,.1f} days) at --time-scale "
+            f"{time_scale:g}: its last request is sent then. Above {MAX_REPLAY_S:,.0f} s (24 h) "
+            "give --time-scale (0.01 replays 100× faster) or --max-duration to end it sooner",
+            "trace",
+        )
+    return Replay(span, limit)
+
+
+class Workers(NamedTuple):
+    """The worker processes that have work, and why fewer than asked for (empty when not)."""
+
+    processes: int
+    why: str
+
+
+def useful_workers(workers: int, cfg: BenchConfig, n_requests: int) -> Workers:
+    """No more worker processes than requests a level sends, nor than users (or the cap on
+    requests in flight) a level has: the rest would sit idle."""
+    if workers == 1 or cfg.sweep is not None:  # a sweep's levels differ: each is split as it comes
+        return Workers(workers, "")
+    useful, why = workers, ""
+    if n_requests < useful:
+        useful, why = n_requests, f"{n_requests} request{'s' * (n_requests > 1)} per level"
+    caps = [lv.concurrency for lv in cfg.levels]
+    top = max((c for c in caps if c is not None), default=None)
+    if top is not None and None not in caps and top < useful:  # closed loops, or capped
+        useful, why = top, f"at most {top} request{'s' * (top > 1)} in flight"
+    return Workers(useful, why)

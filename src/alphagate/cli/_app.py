@@ -1,8 +1,9 @@
-"""The Typer application, the options the verbs share, and output: tables, JSON and errors.
+"""The Typer application, its error policy, and output: tables and JSON.
 
-Errors: a bad flag or value exits 2 with a message that names the flag; with ``--json`` the same
-error is also printed on stdout as ``{"schema": ..., "error": {...}}`` so that a script always
-gets JSON. JSON never contains NaN or infinity (they become ``null``). Ctrl-C exits 130.
+Errors: a bad flag or value exits 2 with a message that names the flag
+(:mod:`alphagate.cli._check` raises them); with ``--json`` the same error is also printed on
+stdout as ``{"schema": ..., "error": {...}}`` so that a script always gets JSON. JSON never
+contains NaN or infinity (they become ``null``). Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from rich.console import Console, RenderableType
 from typer.core import TyperGroup
 
 from alphagate import __version__
-from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import RESULTS_SCHEMA, Results
 
 try:  # Typer ≥ 0.23 ships its own copy of Click; its exceptions are the ones raised
@@ -33,10 +33,6 @@ __all__ = [
     "app",
     "console",
     "err_console",
-    "fail",
-    "finite_float",
-    "float_list",
-    "int_list",
     "json_dumps",
     "print_json",
     "show",
@@ -85,88 +81,6 @@ def show(verb: str, answer: R, as_json: bool, render: Callable[[R], RenderableTy
 def status(text: str, quiet: bool) -> AbstractContextManager[object]:
     """A spinner on the terminal while long work runs; nothing with ``--json``."""
     return nullcontext() if quiet else console.status(text, spinner="dots")
-
-
-def fail(message: str, flag: str | None = None) -> NoReturn:
-    """A bad value: exit 2 with the message, naming the flag."""
-    raise typer.BadParameter(message, param_hint=flag)
-
-
-def config_error(exc: ConfigError | ValidationError, flag: str | None = None) -> NoReturn:
-    """A validation error from a lower layer, as a flag error; without ``flag``, the flag of the
-    config field it names (fields are named as their flags: ``candidate_url`` ↔
-    ``--candidate-url``), or of the :class:`ConfigError`'s ``field``."""
-    if isinstance(exc, ValidationError):
-        if flag is None:
-            errors = exc.errors()
-            loc = errors[0]["loc"] if errors else ()
-            if loc and isinstance(loc[0], str):
-                flag = "--" + loc[0].replace("_", "-")
-        fail(validation_problem(exc, where="").removeprefix(": "), flag)
-    if flag is None and exc.field is not None:
-        flag = "--" + exc.field.replace("_", "-")
-    fail(str(exc), flag)
-
-
-def finite_float(
-    flag: str, lo: float | None = None, hi: float | None = None
-) -> Callable[[float | None], float | None]:
-    """A Typer callback for ``flag``: a finite number (no NaN, no infinity) within [lo, hi]."""
-
-    def check(value: float | None) -> float | None:
-        if value is None:
-            return value
-        if not math.isfinite(value):
-            fail(f"must be a finite number, got {value}", flag)
-        if lo is not None and value < lo:
-            fail(f"{value:g} is below the smallest allowed value, {lo:g}", flag)
-        if hi is not None and value > hi:
-            fail(f"{value:g} is above the largest allowed value, {hi:g}", flag)
-        return value
-
-    return check
-
-
-def _no_empty_entry(text: str, flag: str) -> None:
-    """``''``, ``1,,2`` and ``4,`` are refused: an empty entry is a typo, not a level."""
-    if not text.strip():
-        fail("the list is empty", flag)
-    if any(not part.strip() for part in text.split(",")):
-        fail(f"{text!r} has an empty entry", flag)
-
-
-def float_list(
-    text: str, flag: str, lo: float | None = None, hi: float | None = None
-) -> list[float]:
-    """``0.4,0.5,0.7`` → finite floats in [lo, hi]."""
-    _no_empty_entry(text, flag)
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        fail(f"{text!r} is not a comma-separated list of numbers", flag)
-    if not values:
-        fail("the list is empty", flag)
-    for x in values:
-        if not math.isfinite(x):
-            fail(f"{x} is not a finite number", flag)
-        if (lo is not None and x < lo) or (hi is not None and x > hi):
-            fail(f"{x:g} is outside [{lo}, {hi}]", flag)
-    return values
-
-
-def int_list(text: str, flag: str, lo: int = 1, hi: int = 1_000_000) -> list[int]:
-    """``1,16,64`` → integers in [lo, hi]."""
-    _no_empty_entry(text, flag)
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        fail(f"{text!r} is not a comma-separated list of integers", flag)
-    if not values:
-        fail("the list is empty", flag)
-    bad = [v for v in values if not lo <= v <= hi]
-    if bad:
-        fail(f"{bad[0]} is outside [{lo}, {hi:,}]", flag)
-    return values
 
 
 class _Group(TyperGroup):

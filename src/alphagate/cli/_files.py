@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from alphagate.cli._app import fail
+from alphagate.cli._check import fail
 
 __all__ = ["RecordsFile", "atomic_write_text", "replace_file", "sigterm_as_interrupt"]
 

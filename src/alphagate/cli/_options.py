@@ -1,61 +1,34 @@
-"""Options shared by several verbs, with one default per concept (taken from the config records),
-and the functions that turn them into the typed configs of the lower layers."""
+"""The deployment as flags, shared by the verbs that model or run one (an option group,
+:mod:`alphagate.cli._groups`, with one default per concept taken from the config records), the
+calibration profile taken over it, and options several verbs share."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
-from alphagate.cli._app import config_error, fail, finite_float
-from alphagate.core.errors import ConfigError
-from alphagate.core.traffic import TrafficClass, parse_traffic_class, validate_classes
+from alphagate.cli._check import flag_errors
+from alphagate.cli._groups import given
 from alphagate.specs.deployment import DeploymentConfig, KvDtype, Method, WeightDtype, drafter_for
-from alphagate.specs.workload import LengthDist, WorkloadConfig, parse_length
 
 if TYPE_CHECKING:
-    from alphagate.specs.calibration import CalibrationProfile
+    from alphagate.specs.calibration import CalibrationProfile, EngineSettings
 
 __all__ = [
+    "API_KEY_ENV",
     "CalibrationOpt",
-    "CostFlags",
-    "CudagraphOpt",
     "DeploymentFlags",
-    "DraftOpt",
-    "DraftOverheadOpt",
-    "DraftScaleOpt",
-    "DraftTpOpt",
     "DtypeOpt",
-    "GpuOpt",
     "KvDtypeOpt",
-    "LengthFlags",
-    "MaxBatchedOpt",
-    "MaxSeqsOpt",
-    "MethodOpt",
-    "ModelOpt",
-    "OutputLenOpt",
-    "PerSeqOverheadOpt",
-    "PerTokenOverheadOpt",
-    "PromptLenOpt",
     "SeedOpt",
-    "StepOverheadOpt",
-    "TargetScaleOpt",
-    "TpOpt",
+    "api_key_option",
     "calibrated_deployment",
-    "check_no_overwrite",
-    "check_output_path",
-    "given",
-    "length",
-    "traffic_classes",
-    "workload",
 ]
 
 _D = DeploymentConfig()
-_W = WorkloadConfig()
 
 ModelOpt = Annotated[
     str,
@@ -107,13 +80,16 @@ MaxBatchedOpt = Annotated[
         help="Tokens per engine step (chunked prefill).",
     ),
 ]
-PromptLenOpt = Annotated[
-    str,
-    typer.Option(
-        "--prompt-len", help="fixed:N | uniform:LO:HI | lognormal:MEAN[:SIGMA] | file:PATH"
-    ),
-]
-OutputLenOpt = Annotated[str, typer.Option("--output-len", help="Same forms as --prompt-len.")]
+#: where every verb that sends or checks a key reads it from when no flag gives it
+API_KEY_ENV = "ALPHAGATE_API_KEY"
+
+
+def api_key_option(help: str) -> Any:
+    """``--api-key``, read from :data:`API_KEY_ENV` when not given (``help``: what the verb
+    does with it)."""
+    return typer.Option("--api-key", envvar=API_KEY_ENV, help=help)
+
+
 SeedOpt = Annotated[
     int, typer.Option("--seed", min=0, help="Random seed (same seed, same numbers).")
 ]
@@ -126,86 +102,6 @@ CalibrationOpt = Annotated[
         "was fitted for (give them only to repeat them).",
     ),
 ]
-StepOverheadOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--step-overhead-ms",
-        callback=finite_float("--step-overhead-ms", 0.0, 1000.0),
-        help="Host time per engine step: scheduler, input preparation (default 0.85, or the "
-        "profile's).",
-    ),
-]
-PerSeqOverheadOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--per-seq-overhead-us",
-        callback=finite_float("--per-seq-overhead-us", 0.0, 1e6),
-        help="Host time per running sequence per step (default 2, or the profile's).",
-    ),
-]
-PerTokenOverheadOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--per-token-overhead-us",
-        callback=finite_float("--per-token-overhead-us", 0.0, 1e6),
-        help="Host time per scheduled token per step (default 0, or the profile's).",
-    ),
-]
-SpecOverheadOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--spec-overhead-ms",
-        callback=finite_float("--spec-overhead-ms", 0.0, 1000.0),
-        help="Host time per speculative step whatever K is: rejection sampler, proposer set-up "
-        "(default 0, or the profile's).",
-    ),
-]
-DraftOverheadOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--draft-overhead-ms",
-        callback=finite_float("--draft-overhead-ms", 0.0, 1000.0),
-        help="Host time per draft forward (n-gram: the lookup per step; default 0.1 / 0.05, or "
-        "the profile's).",
-    ),
-]
-TargetScaleOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--target-time-scale",
-        callback=finite_float("--target-time-scale", 0.001, 1000.0),
-        help="× the target's modelled GPU time (default 1, or the profile's).",
-    ),
-]
-DraftScaleOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--draft-time-scale",
-        callback=finite_float("--draft-time-scale", 0.001, 1000.0),
-        help="× the drafter's modelled GPU time (default 1, or the profile's).",
-    ),
-]
-DraftTpOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--draft-tp",
-        min=1,
-        max=64,
-        help="The drafter's tensor-parallel degree (vLLM draft_tensor_parallel_size: 1 or the "
-        "target's; default the target's).",
-    ),
-]
-CudagraphOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--cudagraph-max-tokens",
-        min=0,
-        max=1_048_576,
-        help="Largest CUDA-graph capture size in tokens (default vLLM's min(2·max-num-seqs, "
-        "512); 0 = eager, as --enforce-eager).",
-    ),
-]
-
 DEFAULT_MODEL = _D.model
 DEFAULT_GPU = _D.gpu
 DEFAULT_DTYPE: WeightDtype | None = None  # the checkpoint's own
@@ -213,38 +109,6 @@ DEFAULT_KV_DTYPE: KvDtype = _D.kv_dtype
 DEFAULT_METHOD: Method = _D.drafter.method
 DEFAULT_MAX_SEQS = _D.max_num_seqs
 DEFAULT_MAX_BATCHED = _D.max_num_batched_tokens
-DEFAULT_PROMPT_LEN = "lognormal:512"
-DEFAULT_OUTPUT_LEN = "lognormal:256"
-
-
-def length(text: str, flag: str) -> LengthDist:
-    try:
-        return parse_length(text)
-    except ConfigError as exc:
-        fail(str(exc), flag)
-
-
-def traffic_classes(values: list[str], *, require_alpha: bool) -> tuple[TrafficClass, ...]:
-    """``--class NAME:SHARE[:ALPHA]`` values, validated together (names, shares sum to 1)."""
-    try:
-        classes = tuple(parse_traffic_class(v, require_alpha=require_alpha) for v in values)
-        validate_classes(classes)
-    except (ConfigError, ValidationError) as exc:
-        config_error(exc, "--class")
-    return classes
-
-
-def workload(
-    prompt_len: str, output_len: str, classes: tuple[TrafficClass, ...] | None = None
-) -> WorkloadConfig:
-    try:
-        return WorkloadConfig(
-            prompt_len=length(prompt_len, "--prompt-len"),
-            output_len=length(output_len, "--output-len"),
-            classes=classes or _W.classes,
-        )
-    except ValidationError as exc:
-        config_error(exc, "--class")
 
 
 @dataclass(frozen=True)
@@ -264,7 +128,7 @@ class DeploymentFlags:
 
     def config(self, **extra: float | None) -> DeploymentConfig:
         """The deployment config (``extra``: efficiencies given as flags, None when not)."""
-        try:
+        with flag_errors("--method/--draft"):
             return DeploymentConfig(
                 model=self.model,
                 gpu=self.gpu,
@@ -276,112 +140,6 @@ class DeploymentFlags:
                 drafter=drafter_for(self.method, self.draft),
                 **{k: v for k, v in extra.items() if v is not None},
             )
-        except (ConfigError, ValidationError) as exc:
-            config_error(exc, "--method/--draft")
-
-
-@dataclass(frozen=True)
-class LengthFlags:
-    """Request lengths, as flags: an option group (:mod:`alphagate.cli._groups`)."""
-
-    prompt_len: PromptLenOpt = DEFAULT_PROMPT_LEN
-    output_len: OutputLenOpt = DEFAULT_OUTPUT_LEN
-
-    def workload(self, classes: tuple[TrafficClass, ...] | None = None) -> WorkloadConfig:
-        """The workload of these lengths and ``classes`` (the default mix when None)."""
-        return workload(self.prompt_len, self.output_len, classes)
-
-
-def check_output_path(path: Path, flag: str, *, directory: bool) -> None:
-    """Refuse an output path that cannot be written, before any long work starts."""
-    import os
-
-    target = path if directory else path.parent
-    if directory and path.exists() and not path.is_dir():
-        fail(f"{path} exists and is not a folder", flag)
-    if not directory and path.exists() and not path.is_file():
-        kind = "a folder" if path.is_dir() else "not a regular file"
-        fail(f"{path} is {kind}; give a file path", flag)
-    probe = target
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        fail(f"{target} cannot be written (no permission, or a read-only file system)", flag)
-    if str(path.resolve()).startswith(("/proc/", "/sys/")):
-        fail(f"{path} is not a place for output", flag)
-
-
-#: what a folder output holds (bench --out, calibrate --bench-out, --plot): an input among these
-#: names inside it would be overwritten
-_FOLDER_FILES = ("requests.jsonl", "summary.json", "requests.csv", "levels.csv")
-
-
-def _inputs_with_records(inputs: list[Path]) -> list[Path]:
-    """The inputs, and for a bench summary the records file it reads beside it."""
-    out = []
-    for p in inputs:
-        out.append(p)
-        if p.name.startswith("summary") and p.suffix == ".json":
-            out.append(p.with_name("requests.jsonl"))
-    return out
-
-
-def check_no_overwrite(
-    outputs: Sequence[tuple[Path | None, str, bool]], inputs: Sequence[Path | None]
-) -> None:
-    """Refuse, before any work, an output that would overwrite one of the command's inputs (or a
-    bench summary's records): ``outputs`` are (path, flag, is a folder). Paths are compared
-    resolved, symlinks followed."""
-    ins = {p.resolve(): p for p in _inputs_with_records([i for i in inputs if i is not None])}
-    for path, flag, folder in outputs:
-        if path is None:
-            continue
-        target = path.resolve()
-        hits = (
-            [ins[t] for t in ins if t.parent == target and t.name.startswith(_FOLDER_FILES)]
-            if folder
-            else [ins[target]]
-            if target in ins
-            else []
-        )
-        if hits:
-            fail(
-                f"{path} would overwrite the input {hits[0]}: write the output elsewhere",
-                flag,
-            )
-
-
-@dataclass(frozen=True)
-class CostFlags:
-    """The step-time model's coefficients and engine settings given as flags (None: not given):
-    an option group (:mod:`alphagate.cli._groups`)."""
-
-    step_overhead_ms: StepOverheadOpt = None
-    per_seq_overhead_us: PerSeqOverheadOpt = None
-    per_token_overhead_us: PerTokenOverheadOpt = None
-    draft_overhead_ms: DraftOverheadOpt = None
-    spec_step_overhead_ms: SpecOverheadOpt = None
-    target_time_scale: TargetScaleOpt = None
-    draft_time_scale: DraftScaleOpt = None
-    draft_tp: DraftTpOpt = None
-    cudagraph_max_tokens: CudagraphOpt = None
-
-    def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
-        from alphagate.specs.deployment import NgramDrafter
-
-        update: dict[str, object] = {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name != "draft_overhead_ms" and getattr(self, f.name) is not None
-        }
-        if self.draft_overhead_ms is not None:
-            d = dep.drafter
-            key = "cpu_cost_ms" if isinstance(d, NgramDrafter) else "forward_overhead_ms"
-            update["drafter"] = d.model_copy(update={key: self.draft_overhead_ms})
-        try:
-            return DeploymentConfig.model_validate({**dep.model_dump(), **update})
-        except ValidationError as exc:
-            config_error(exc, "--draft-tp/--cudagraph-max-tokens")
 
 
 #: The calibration profile's name for each deployment flag (its parameter name elsewhere).
@@ -389,33 +147,26 @@ _PROFILE_NAME = {"max_batched": "max_num_batched_tokens"}
 
 
 def calibrated_deployment(
-    ctx: typer.Context, from_flags: DeploymentConfig, calibration: Path | None, flags: CostFlags
+    ctx: typer.Context,
+    from_flags: DeploymentConfig,
+    calibration: Path | None,
+    cost: EngineSettings,
 ) -> tuple[DeploymentConfig, CalibrationProfile | None]:
     """The deployment a verb runs: its flags', or the calibration profile's (whose terms the
-    coefficients were fitted for) — then the coefficient flags given on top."""
-    if calibration is None:
-        return flags.apply(from_flags), None
-    from alphagate.specs.calibration import load_profile
+    coefficients were fitted for: :meth:`CalibrationProfile.check_fits` refuses a flag that
+    asks for another) — then the coefficients and settings given on top (``cost``)."""
+    profile = None
+    if calibration is not None:
+        from alphagate.specs.calibration import load_profile
 
-    try:
-        profile = load_profile(calibration)
-    except ConfigError as exc:
-        fail(str(exc), "--calibration")
-    asked = {
-        _PROFILE_NAME.get(f.name, f.name): ctx.params[f.name]
-        for f in fields(DeploymentFlags)
-        if f.name in ctx.params and given(ctx, f.name)
-    }
-    try:
-        profile.check_fits(asked, str(calibration))
-    except ConfigError as exc:
-        config_error(exc)
-    fitted = profile.deployment
-    return flags.apply(fitted), profile
-
-
-def given(ctx: typer.Context, param: str) -> bool:
-    """Whether the parameter ``param`` (its Python name) was typed on the command line or set
-    from the environment, not left at its default."""
-    source = ctx.get_parameter_source(param)
-    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+        with flag_errors("--calibration"):
+            profile = load_profile(calibration)
+        asked = {
+            _PROFILE_NAME.get(f.name, f.name): ctx.params[f.name]
+            for f in fields(DeploymentFlags)
+            if f.name in ctx.params and given(ctx, f.name)
+        }
+        with flag_errors():
+            profile.check_fits(asked, str(calibration))
+    with flag_errors("--draft-tp/--cudagraph-max-tokens"):
+        return cost.apply(from_flags if profile is None else profile.deployment), profile

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from alphagate.cli._app import fail
+from alphagate.cli._check import fail
 from alphagate.cli._files import replace_file
 
 if TYPE_CHECKING:

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._app import JsonOpt, app, console, fail, show
+from alphagate.cli._app import JsonOpt, app, console, show
+from alphagate.cli._check import fail
 from alphagate.cli._files import atomic_write_text
-from alphagate.cli._options import check_no_overwrite, check_output_path
+from alphagate.cli._paths import check_outputs
 from alphagate.core.records import Frozen
 
 if TYPE_CHECKING:
@@ -162,8 +163,7 @@ def report_cmd(
     """One self-contained HTML page (inline CSS and SVG, no network) from alphagate results:
     verdict and config, speedup against concurrency, P99/P50 ITL, the ITL CDF, α by position with
     intervals, acceptance lengths, the gate, the assumptions and the commands behind it."""
-    check_output_path(out, "--out", directory=False)
-    check_no_overwrite([(out, "--out", False)], results)
+    check_outputs([(out, "--out", False)], results)
     inputs, problems = load_inputs(
         results, partial=partial, command=_command(results, out, partial)
     )

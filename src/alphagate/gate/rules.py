@@ -23,13 +23,16 @@ __all__ = [
     "AB_METRICS",
     "ACCEPTANCE_METRICS",
     "DEFAULT_MAX_ERROR_RATE",
+    "EvidencePolicy",
     "Metric",
     "Rule",
     "RuleSet",
+    "Thresholds",
     "default_error_rules",
     "load_plan",
     "load_rules",
     "plan_rules",
+    "rule_set",
     "rules_from_plan",
 ]
 
@@ -203,6 +206,124 @@ def rule_set(
         allow_point_estimates=allow_point_estimates,
         allow_single_run=allow_single_run,
     )
+
+
+class Thresholds(Frozen):
+    """The rules a gate is given one threshold at a time (``gate --min-alpha 0.6 …``): a field
+    per metric and direction, named ``min_<metric>`` (≥) or ``max_<metric>`` (≤); None gives no
+    rule. The bounds are those of the gate's flags, which are generated from these fields."""
+
+    min_draft_acceptance_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="ρ (accepted ÷ drafted) at least."
+    )
+    min_alpha: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Conditional α at least."
+    )
+    min_mean_acceptance_length: float | None = Field(
+        default=None, ge=1.0, le=65.0, description="τ at least."
+    )
+    min_throughput_speedup: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=100.0,
+        description="Candidate ÷ baseline output tokens/s at least.",
+    )
+    min_tpot_speedup: float | None = Field(
+        default=None, ge=0.0, le=100.0, description="Baseline ÷ candidate mean TPOT at least."
+    )
+    min_itl_per_token_p99_speedup: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=100.0,
+        description="Baseline ÷ candidate P99 ITL per token at least (1 = not worse).",
+    )
+    min_goodput_speedup: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=100.0,
+        description="Candidate ÷ baseline goodput (requests/s within the bench runs' --slo) at "
+        "least.",
+    )
+    max_error_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Candidate failures ÷ requests at most."
+    )
+    max_itl_per_token_p99_ms: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1e6,
+        description="The candidate's P99 ITL per token (ms) at most: an SLO.",
+    )
+
+    def rules(self, *, cls: str | None = None, concurrency: int | None = None) -> list[Rule]:
+        """One rule per threshold given: acceptance rules of the traffic class ``cls``, A/B
+        rules of the bench level ``concurrency``. :class:`ConfigError` naming the field for a
+        rule that cannot fail."""
+        out = []
+        for name, value in self.model_dump(exclude_none=True).items():
+            bound, metric = name.split("_", 1)
+            ab = metric in AB_METRICS
+            rule = Rule(
+                metric=metric,  # every field names a Metric
+                op=">=" if bound == "min" else "<=",
+                threshold=value,
+                cls=None if ab else cls,
+                concurrency=concurrency if ab else None,
+                source="flag",
+            )
+            out.append(refuse_vacuous(rule, name))
+        return out
+
+
+class EvidencePolicy(Frozen):
+    """How much evidence a gate asks for before it decides, and what it judges besides the
+    rules: the gate's evidence flags, which are generated from these fields."""
+
+    min_drafts: int | None = Field(
+        default=None,
+        ge=1,
+        description="Drafts an acceptance rule needs (default 2,000, or the rules file's; the "
+        "larger of the two when both are given).",
+    )
+    min_requests: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requests per side an A/B rule needs (default 100, or the rules file's).",
+    )
+    allow_point_estimates: bool = Field(
+        default=False,
+        description="Judge values that come without an interval (vllm bench serve summaries) "
+        "as they are; by default they are not enough evidence.",
+    )
+    max_age: str = Field(
+        default="7d",
+        description="Evidence measured longer ago than this (90m, 12h, 7d) is stale: not "
+        "enough evidence until measured again.",
+    )
+    ignore_errors: bool = Field(
+        default=False,
+        description="Do not judge the candidate's failed requests (by default every A/B is "
+        "judged with errors ≤ 5% at its concurrency unless --max-error-rate says otherwise).",
+    )
+    allow_single_run: bool = Field(
+        default=False,
+        description="Judge an A/B of one run per side on its within-run interval; by default "
+        "it is not enough evidence (bench --repeats alternates runs and measures their "
+        "spread).",
+    )
+
+    def rule_set(self, rules: list[Rule], *, file: RuleSet | None, bench: bool) -> RuleSet:
+        """What a gate judges under this policy (:func:`rule_set`): ``bench`` when the
+        evidence includes bench runs."""
+        return rule_set(
+            rules,
+            file=file,
+            min_drafts=self.min_drafts,
+            min_requests=self.min_requests,
+            count_errors=not self.ignore_errors,
+            bench=bench,
+            allow_point_estimates=self.allow_point_estimates,
+            allow_single_run=self.allow_single_run,
+        )
 
 
 def refuse_vacuous(rule: Rule, field: str) -> Rule:

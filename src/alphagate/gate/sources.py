@@ -1,4 +1,5 @@
-"""Where a gate's rules and evidence come from: flags, files, and live sources.
+"""Where a gate's evidence comes from: files and live sources (its rules come from
+:mod:`alphagate.gate.rules`).
 
 Everything here raises (:class:`~alphagate.core.errors.ConfigError` for a bad file,
 :class:`~alphagate.measure.results.MeasureError` for a bad source) and prints nothing; the CLI
@@ -25,7 +26,7 @@ from alphagate.gate.evidence import (
     load_vllm_result,
     read_bench,
 )
-from alphagate.gate.rules import AB_METRICS, Metric, Rule, RuleSet, refuse_vacuous
+from alphagate.gate.rules import RuleSet
 from alphagate.measure.live import (
     LiveConfig,
     LiveWindow,
@@ -36,42 +37,7 @@ from alphagate.measure.live import (
 from alphagate.measure.prometheus import PrometheusQuery, measure_prometheus
 from alphagate.measure.results import MeasureError, MeasureResult
 
-__all__ = ["FLAG_METRICS", "EvidenceFiles", "LiveSource", "flag_rules"]
-
-#: ``gate`` flag → (metric, direction).
-FLAG_METRICS: dict[str, tuple[Metric, str]] = {
-    "min_draft_acceptance_rate": ("draft_acceptance_rate", ">="),
-    "min_alpha": ("alpha", ">="),
-    "min_mean_acceptance_length": ("mean_acceptance_length", ">="),
-    "min_throughput_speedup": ("throughput_speedup", ">="),
-    "min_tpot_speedup": ("tpot_speedup", ">="),
-    "min_itl_per_token_p99_speedup": ("itl_per_token_p99_speedup", ">="),
-    "min_goodput_speedup": ("goodput_speedup", ">="),
-    "max_error_rate": ("error_rate", "<="),
-    "max_itl_per_token_p99_ms": ("itl_per_token_p99_ms", "<="),
-}
-
-
-def flag_rules(cls: str | None, concurrency: int | None, **values: float | None) -> list[Rule]:
-    """Rules from ``--min-…``/``--max-…`` flags; acceptance rules take ``cls``, A/B rules take
-    ``concurrency`` (the bench level they judge). :class:`ConfigError` naming the flag for a
-    rule that cannot fail."""
-    out = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        metric, op = FLAG_METRICS[key]
-        ab = metric in AB_METRICS
-        rule = Rule(
-            metric=metric,
-            op=">=" if op == ">=" else "<=",
-            threshold=value,
-            cls=None if ab else cls,
-            concurrency=concurrency if ab else None,
-            source="flag",
-        )
-        out.append(refuse_vacuous(rule, key))
-    return out
+__all__ = ["EvidenceFiles", "LiveSource"]
 
 
 class EvidenceFiles(NamedTuple):

@@ -21,13 +21,15 @@ from pydantic import Field, ValidationError
 
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen, Results
-from alphagate.specs.deployment import DeploymentConfig, NgramDrafter
+from alphagate.specs.deployment import DeploymentConfig, DrafterConfig, NgramDrafter
 
 __all__ = [
     "COEFFICIENT_FIELDS",
     "PROFILE_SETTINGS",
     "CalibrationPoint",
     "CalibrationProfile",
+    "CostOverrides",
+    "EngineSettings",
     "FittedCoefficient",
     "coefficient_values",
     "load_profile",
@@ -69,12 +71,109 @@ def with_coefficients(dep: DeploymentConfig, values: dict[str, float]) -> Deploy
     for name, value in values.items():
         fld, factor = COEFFICIENT_FIELDS[name]
         if name == "draft_forward_overhead_s":
-            d = dep.drafter
-            key = "cpu_cost_ms" if isinstance(d, NgramDrafter) else "forward_overhead_ms"
-            update["drafter"] = d.model_copy(update={key: value * factor})
+            update["drafter"] = _with_draft_overhead(dep, value * factor)
         else:
             update[fld] = value * factor
     return dep.model_copy(update=update)
+
+
+def _with_draft_overhead(dep: DeploymentConfig, ms: float) -> DrafterConfig:
+    """The drafter with its host time per draft forward set: an n-gram lookup's
+    ``cpu_cost_ms``, else ``forward_overhead_ms``."""
+    d = dep.drafter
+    key = "cpu_cost_ms" if isinstance(d, NgramDrafter) else "forward_overhead_ms"
+    return d.model_copy(update={key: ms})
+
+
+class EngineSettings(Frozen):
+    """Engine settings that change the step time, given by hand (None: the deployment's own):
+    :meth:`apply` sets them on a deployment. ``calibrate`` takes them as flags (generated from
+    these fields)."""
+
+    draft_tp: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="The drafter's tensor-parallel degree (vLLM draft_tensor_parallel_size: 1 "
+        "or the target's; default the target's).",
+    )
+    cudagraph_max_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_048_576,
+        description="Largest CUDA-graph capture size in tokens (default vLLM's "
+        "min(2·max-num-seqs, 512); 0 = eager, as --enforce-eager).",
+    )
+
+    def apply(self, dep: DeploymentConfig) -> DeploymentConfig:
+        """``dep`` with every value given set (a ``ValidationError`` for one it refuses)."""
+        return DeploymentConfig.model_validate({**dep.model_dump(), **self._update(dep)})
+
+    def _update(self, dep: DeploymentConfig) -> dict[str, object]:
+        return self.model_dump(exclude_none=True)
+
+
+class CostOverrides(EngineSettings):
+    """The step-time model's coefficients (and the engine settings) given by hand, on top of a
+    deployment — the defaults, or those a calibration profile fitted for it. ``simulate``,
+    ``plan`` and ``twin`` take them as flags (generated from these fields)."""
+
+    step_overhead_ms: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1000.0,
+        description="Host time per engine step: scheduler, input preparation (default 0.85, or "
+        "the profile's).",
+    )
+    per_seq_overhead_us: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1e6,
+        description="Host time per running sequence per step (default 2, or the profile's).",
+    )
+    per_token_overhead_us: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1e6,
+        description="Host time per scheduled token per step (default 0, or the profile's).",
+    )
+    draft_overhead_ms: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1000.0,
+        description="Host time per draft forward (n-gram: the lookup per step; default 0.1 / "
+        "0.05, or the profile's).",
+    )
+    spec_overhead_ms: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1000.0,
+        description="Host time per speculative step whatever K is: rejection sampler, proposer "
+        "set-up (default 0, or the profile's).",
+    )
+    target_time_scale: float | None = Field(
+        default=None,
+        ge=0.001,
+        le=1000.0,
+        description="× the target's modelled GPU time (default 1, or the profile's).",
+    )
+    draft_time_scale: float | None = Field(
+        default=None,
+        ge=0.001,
+        le=1000.0,
+        description="× the drafter's modelled GPU time (default 1, or the profile's).",
+    )
+
+    def _update(self, dep: DeploymentConfig) -> dict[str, object]:
+        """The deployment's fields: the draft forward's host time is the drafter's (an n-gram
+        lookup's ``cpu_cost_ms``), the per-step speculative time ``spec_step_overhead_ms``."""
+        update = super()._update(dep)
+        if "spec_overhead_ms" in update:
+            update["spec_step_overhead_ms"] = update.pop("spec_overhead_ms")
+        update.pop("draft_overhead_ms", None)
+        if self.draft_overhead_ms is not None:
+            update["drafter"] = _with_draft_overhead(dep, self.draft_overhead_ms)
+        return update
 
 
 class FittedCoefficient(Frozen):

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from alphagate.cli._app import app, console
-from alphagate.cli._files import RecordsFile, atomic_write_text
+from alphagate.cli._files import atomic_write_text
+from alphagate.cli.demo._ab import measure_ab
 
 OUT = Path("demo-output")
 MODEL_JSON = OUT / "model-table.json"
@@ -19,11 +20,6 @@ SIMULATE_JSON = OUT / "simulate.json"
 BENCH_SUMMARY = OUT / "bench" / "summary.json"
 GATE_JSON = OUT / "gate.json"
 REPORT = OUT / "report.html"
-#: A/B attempts: a run the machine's load distorted (the gate would refuse it) is run again
-DEMO_ATTEMPTS = 3
-#: the twins' wall seconds per simulated second: at their modelled speed the chunk gaps (~6 ms)
-#: are long enough that a loaded machine seldom reads them late (at 0.5 one A/B in a few was)
-TWIN_TIME_SCALE = 1.0
 #: the demo's gate on its own A/B (the twins' deployment, not the 70B plan's): α, TPOT, errors
 GATE_FLAGS = ("--min-alpha", "0.55", "--min-tpot-speedup", "1.2", "--max-error-rate", "0.05",
               "--concurrency", "16")  # fmt: skip
@@ -46,7 +42,7 @@ def demo() -> None:
     _closed_forms()
     _simulate()
     _plans()
-    _measure()
+    measure_ab(BENCH_SUMMARY)
     _gate()
     _report()
 
@@ -111,80 +107,17 @@ def _plans() -> None:
         )
 
 
-def _measure() -> None:
-    """Stage 0–2 on two local twins: baseline vs EAGLE-3 (α = 0.7), measured, not assumed."""
-    from alphagate.bench.config import BenchConfig, Level
-    from alphagate.bench.dataset import load_prompts
-    from alphagate.bench.run import run_bench
-    from alphagate.core.traffic import TrafficClass
-    from alphagate.report.bench import render_bench
-    from alphagate.specs import DeploymentConfig, WorkloadConfig
-    from alphagate.twin.background import twin_in_process
-    from alphagate.twin.config import TwinConfig
-
-    console.rule(
-        "[bold]Measured: two local twins of Llama-3.1-8B BF16 (not the 70B plan's deployment), "
-        "baseline vs EAGLE-3 (K = 3, α = 0.7), 3 alternated runs"
-    )
-    dep = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
-    wl = WorkloadConfig(classes=(TrafficClass(name="chat", share=1.0, alpha=0.7),))
-    out_dir = OUT / "bench"
-    prompts, _ = load_prompts("synthetic:in=256,out=96", 48, seed=0)
-    base_cfg = TwinConfig(deployment=dep, workload=wl, k=0, time_scale=TWIN_TIME_SCALE)
-    cand_cfg = TwinConfig(
-        deployment=dep,
-        workload=wl,
-        k=3,
-        time_scale=TWIN_TIME_SCALE,
-        per_request_spec_decode_metrics="summary",
-    )
-    with twin_in_process(base_cfg) as b_url, twin_in_process(cand_cfg) as c_url:
-        cfg = BenchConfig(
-            targets=(("baseline", b_url), ("candidate", c_url)),
-            # c1 takes a request per user at a time: a sixth of the requests keep it short
-            levels=(
-                Level(label="c1", concurrency=1, requests=8),
-                Level(label="c16", concurrency=16, requests=len(prompts)),
-            ),
-            num_prompts=len(prompts),
-            repeats=3,
-            dataset="synthetic:in=256,out=96",
-        )
-        for attempt in range(DEMO_ATTEMPTS):
-            (out_dir / "requests.jsonl").unlink(missing_ok=True)
-            with (
-                RecordsFile(out_dir / "requests.jsonl", "demo") as records,
-                console.status("benchmarking the twins…", spinner="dots"),
-            ):
-                result = run_bench(cfg, prompts, run_id="demo", sink=records.append)
-            bad = [lv for lv in result.levels if lv.distorted]
-            if not bad or attempt == DEMO_ATTEMPTS - 1:
-                break
-            why = bad[0].validity.reasons[0] if bad[0].validity and bad[0].validity.reasons else ""
-            console.print(
-                f"[yellow]the A/B measured this machine's load, not the twins ({bad[0].target} "
-                f"{bad[0].level}: {why}); running it again, as the gate would advise[/yellow]"
-            )
-    _save(BENCH_SUMMARY, result.payload())
-    console.print(render_bench(result))
-    cand = [lv.acceptance for lv in result.levels if lv.target == "candidate" and lv.acceptance]
-    if cand and cand[-1].draft_acceptance_rate is not None:
-        a = cand[-1]
-        console.print(
-            f"measured ρ = {a.draft_acceptance_rate:.3f}, τ = {a.mean_acceptance_length:.3f} → "
-            f"implied α = {a.alpha_iid:.3f} (configured 0.7); records and summary in {out_dir}/"
-        )
-
-
 def _gate() -> None:
     """The decision on the demo's own A/B: the twins' measurement judged on rules that fit it."""
     from alphagate.gate import RuleSet, evaluate
     from alphagate.gate.evidence import Evidence, load_bench
-    from alphagate.gate.sources import flag_rules
+    from alphagate.gate.rules import Thresholds
     from alphagate.report.measure import render_gate
 
     console.rule("[bold]The gate on that A/B: α ≥ 0.55, TPOT 1.2× faster, errors ≤ 5% at c16")
-    rules = flag_rules(None, 16, min_alpha=0.55, min_tpot_speedup=1.2, max_error_rate=0.05)
+    rules = Thresholds(min_alpha=0.55, min_tpot_speedup=1.2, max_error_rate=0.05).rules(
+        concurrency=16
+    )
     ev = Evidence()
     load_bench(BENCH_SUMMARY, ev)
     result = evaluate(RuleSet(rules=rules), ev)
@@ -198,7 +131,7 @@ def _gate() -> None:
 
 def _report() -> None:
     """Everything above on one HTML page, for the people who were not at the terminal."""
-    from alphagate.cli._app import fail
+    from alphagate.cli._check import fail
     from alphagate.cli.report import load_inputs, write_report
 
     console.rule("[bold]The report: one page for the people who decide")

@@ -1,0 +1,135 @@
+"""``alphagate plan``: the staged rollout plan for one deployment, its traffic and its load.
+
+Measured α is folded into the classes by :func:`alphagate.plan.fold.fold_measurements`, which
+the Python API shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from alphagate.cli._app import JsonOpt, app, status
+from alphagate.cli._check import bounded, deployment_errors, fail
+from alphagate.cli._groups import takes_groups
+from alphagate.cli._options import CalibrationOpt, DeploymentFlags, SeedOpt, calibrated_deployment
+from alphagate.cli._workload import LengthFlags, PlanMixFlags
+from alphagate.cli.plan._output import (
+    RunbookFlags,
+    check_plan_outputs,
+    out_stem,
+    plan_file,
+    show_plan,
+)
+from alphagate.specs.calibration import CostOverrides
+
+
+@app.command("plan", short_help="The staged rollout plan for your traffic.")
+@takes_groups
+def plan_cmd(
+    ctx: typer.Context,
+    mix: PlanMixFlags,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, max=65_536, help="Target concurrency.")
+    ],
+    deploy: DeploymentFlags = DeploymentFlags(),
+    peak: Annotated[
+        int | None,
+        typer.Option(
+            "--peak-concurrency", min=1, max=65_536, help="Peak concurrency (default: the target)."
+        ),
+    ] = None,
+    slo: Annotated[
+        float | None,
+        bounded("--slo-p99-itl-ms", lo=1e-6, help="P99 ITL-per-token SLO (ms)."),
+    ] = None,
+    engine: Annotated[
+        Literal["vllm", "sglang"], typer.Option("--engine", help="Serving engine.")
+    ] = "vllm",
+    engine_version: Annotated[
+        str | None,
+        typer.Option(
+            "--engine-version", help="e.g. 0.11 (vLLM has a batch-size schedule for K from 0.32)."
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k", "-k", min=1, max=16, help="Fixed K to evaluate (default: the simulator's best)."
+        ),
+    ] = None,
+    lengths: LengthFlags = LengthFlags(),
+    runbook: RunbookFlags = RunbookFlags(),
+    p99_budget: Annotated[
+        float | None,
+        bounded(
+            "--p99-budget",
+            lo=1.0,
+            hi=10.0,
+            help="Allow the candidate's P99 ITL per token at the target up to this many times the "
+            "baseline's (1.1 = 10% worse); default: not worse.",
+        ),
+    ] = None,
+    seed: SeedOpt = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the markdown plan here, and the plan as JSON beside it (PATH.json, for "
+            "alphagate gate --plan); a .json PATH gets the JSON only.",
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write PNG plots into this folder: speedup and K against concurrency, P50/P99 "
+            "ITL, α by position, acceptance length.",
+        ),
+    ] = None,
+    calibration: CalibrationOpt = None,
+    cost: CostOverrides = CostOverrides(),
+    as_json: JsonOpt = False,
+) -> None:
+    """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
+    gate, memory, engine config, stages, risks and a P99 playbook."""
+    from alphagate.plan import PlanRequest, build_plan
+
+    check_plan_outputs(out, plot, [*(mix.alpha_from or []), calibration])
+    _check_engine_version(engine_version)
+    classes = mix.mix(k)
+    dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
+    with deployment_errors():
+        req = PlanRequest(
+            deployment=dep,
+            calibration=profile,
+            workload=lengths.workload(classes),
+            concurrency=concurrency,
+            peak_concurrency=peak,
+            slo_p99_itl_ms=slo,
+            engine=engine,
+            engine_version=engine_version,
+            k=k,
+            seed=seed,
+            **runbook.fields(),
+            p99_budget=p99_budget,
+            plan_file=plan_file(out),
+            out_stem=out_stem(out),
+            calibration_file=None if calibration is None else str(calibration),
+        )
+        with status("planning…", as_json):
+            plan = build_plan(req)
+    show_plan(plan, out=out, plot=plot, as_json=as_json)
+
+
+def _check_engine_version(version: str | None) -> None:
+    if version is None:
+        return
+    from alphagate.plan.records import parse_engine_version
+
+    try:
+        parse_engine_version(version)
+    except ValueError as exc:
+        fail(str(exc), "--engine-version")
