@@ -47,8 +47,8 @@ _EXPORTS: dict[str, str] = {
     "Plan": "alphagate.plan.records",
     "build_plan": "alphagate.plan.build",
     # benchmarks and results
-    "BenchConfig": "alphagate.bench.runner",
-    "Level": "alphagate.bench.runner",
+    "BenchConfig": "alphagate.bench.config",
+    "Level": "alphagate.bench.config",
     "BenchResult": "alphagate.bench.records",
     "RequestRecord": "alphagate.bench.records",
     "run_bench": "alphagate.bench.run",
