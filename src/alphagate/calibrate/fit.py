@@ -140,7 +140,7 @@ def _rows_of_one_run(
 ) -> tuple[FloatArray, float, FloatArray, float, float]:
     """(Σ chunks·x, Σ chunks, Σ first-token windows·x, requests, decoding sequences per step)."""
     plan = plan_steps(sc, cost.max_num_batched_tokens, rng)
-    terms = cost.terms(*plan.composition)
+    terms = cost.terms(**plan.composition)._asdict()
     steps = plan.running.size
     basis = np.stack(
         [sum((terms[t] for t in COEFFICIENTS[c]), start=np.zeros(steps)) for c in NAMES]

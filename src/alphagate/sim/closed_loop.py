@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.sim.cost import StepCostModel
+from alphagate.sim.cost import StepComposition, StepCostModel
 from alphagate.sim.engine import RunTrace, Scenario
 from alphagate.sim.kernel import (
     acceptance_histogram,
@@ -221,18 +221,16 @@ class StepPlan:
     accepted: IntArray  # accepted drafts of every speculative decode step
 
     @property
-    def composition(
-        self,
-    ) -> tuple[int, IntArray, FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:
+    def composition(self) -> StepComposition:
         """The step-time model's arguments for every step."""
-        return (
-            self.k,
-            self.n_decode,
-            self.ctx_decode,
-            self.prefill_tokens,
-            self.prefill_ctx,
-            self.prefill_pairs,
-            self.running,
+        return StepComposition(
+            k=self.k,
+            n_decode=self.n_decode,
+            ctx_decode=self.ctx_decode,
+            prefill_tokens=self.prefill_tokens,
+            prefill_ctx=self.prefill_ctx,
+            prefill_pairs=self.prefill_pairs,
+            n_running=self.running,
         )
 
 
@@ -288,7 +286,7 @@ def run_closed_loop(
     plan = plan_steps(sc, cost.max_num_batched_tokens, rng)
     k, t, b, m = sc.k, plan.timeline, plan.batches, plan.timeline.steps
     # 3. price every step at once, then wall-clock times
-    dt = cost.step_time(*plan.composition)
+    dt = cost.step_time(**plan.composition)
     end = np.cumsum(dt)
     # 4. counters (vLLM semantics) and, when asked, the chunk records
     acc = plan.accepted

@@ -86,7 +86,10 @@ def model_speedup(
         # time is convex in the tokens it carries, so average over the count, not the mean count
         j, pmf = _poisson_pmf(n * tokens_per_seq / l_out)
         pre = j * l_in
-        t = cost.step_time(kk, n, n * ctx, pre, 0.0, pre * 0.5 * l_in, batch)
+        t = cost.step_time(
+            k=kk, n_decode=n, ctx_decode=n * ctx, prefill_tokens=pre, prefill_ctx=0.0,
+            prefill_pairs=pre * 0.5 * l_in, n_running=batch,
+        )  # fmt: skip
         return n * tokens_per_seq / float((pmf * t).sum() / pmf.sum())
 
     key = ("decode tokens/s", batch, l_in, l_out, ctx)
