@@ -820,17 +820,17 @@ class _OneStep:
             )  # fmt: skip
         draft = zero
         if model.draft is not None and spec:
-            d = model.draft
+            drafter = model.draft
             first = self._forward(
-                d, tokens=tokens, gemm_tokens=padded, rows=n_sampled,
+                drafter, tokens=tokens, gemm_tokens=padded, rows=n_sampled,
                 ctx_read=ctx_decode + prefill_ctx,
-                row_ctx=self._query_rows(d, queries, pure_decode) * ctx_decode,
+                row_ctx=self._query_rows(drafter, queries, pure_decode) * ctx_decode,
                 prefill_pairs=prefill_pairs, graph=graph, first=True,
             )  # fmt: skip
             later_padded, later_graph = self._pad(n_sampled)
             later = self._forward(
-                d, tokens=n_sampled, gemm_tokens=later_padded, rows=n_sampled,
-                ctx_read=ctx_decode, row_ctx=d.decode_query_rows * ctx_decode,
+                drafter, tokens=n_sampled, gemm_tokens=later_padded, rows=n_sampled,
+                ctx_read=ctx_decode, row_ctx=drafter.decode_query_rows * ctx_decode,
                 prefill_pairs=0.0, graph=later_graph, first=False,
             )  # fmt: skip
             rest = max(k - 1.0, 0.0)
