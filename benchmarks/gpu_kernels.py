@@ -326,7 +326,8 @@ def compare(path: Path, gpu_name: str) -> None:
     for r in data["attention"]:
         b, ctx, q, t = r["b"], r["context"], r["q"], r["seconds"]
         # the model's attention term of a step (its own query tile and GQA packing), per layer
-        mod = float(model8b.terms(q - 1, b, b * ctx)["target_attention"]) / LAYERS
+        mod = float(model8b.terms(k=q - 1, n_decode=b, ctx_decode=b * ctx).target_attention)
+        mod /= LAYERS
         base.setdefault((b, ctx), t)
         print(
             f"{b:>4} {ctx:>6} {q:>3} {t * 1e6:>12.1f} {mod * 1e6:>9.1f} {t / base[(b, ctx)]:>11.2f}"
@@ -349,8 +350,8 @@ def _compare_forward(rows: list[dict[str, float]], model: Any) -> None:
     gaps; no sampler, no host), and v(B, K) = the verify pass ÷ the decode step of each."""
 
     def gpu(b: int, q: int, ctx: float) -> float:
-        t = model.terms(q - 1, b, b * ctx)
-        return float(t["target_gemm"] + t["target_attention"] + t["target_kernels"])
+        t = model.terms(k=q - 1, n_decode=b, ctx_decode=b * ctx)
+        return float(t.target_gemm + t.target_attention + t.target_kernels)
 
     by = {(int(r["b"]), int(r["q"])): (r["seconds"], r["context"]) for r in rows}
     qs = sorted({q for _, q in by})

@@ -17,7 +17,10 @@ from alphagate.sim.cost import (
     KERNELS_PER_FORWARD,
     KERNELS_PER_LAYER,
     TERMS,
+    ForwardTerms,
+    HostTerms,
     StepCostModel,
+    StepTerms,
     build_cost_model,
     capture_sizes,
 )
@@ -26,6 +29,7 @@ from alphagate.sim.predict import model_speedup
 from alphagate.specs import (
     DeploymentConfig,
     DraftModelDrafter,
+    EagleDrafter,
     NgramDrafter,
     WorkloadConfig,
     resolve_deployment,
@@ -207,11 +211,27 @@ def test_verify_attention_moves_v_only_where_it_is_compute_bound() -> None:
 
 
 def test_sampler_is_per_sampled_row(cost: StepCostModel) -> None:
-    t0 = cost.terms(0, 1, 100.0)["target_sampler"]
-    assert float(cost.terms(0, 0, 0.0, 512, 0.0, 512 * 256.0)["target_sampler"]) == 0.0
-    assert float(cost.terms(0, 8, 800.0)["target_sampler"]) == pytest.approx(8 * float(t0))
+    t0 = cost.terms(k=0, n_decode=1, ctx_decode=100.0).target_sampler
+    assert (
+        float(
+            cost.terms(
+                k=0,
+                n_decode=0,
+                ctx_decode=0.0,
+                prefill_tokens=512,
+                prefill_ctx=0.0,
+                prefill_pairs=512 * 256.0,
+            ).target_sampler
+        )
+        == 0.0
+    )
+    assert float(cost.terms(k=0, n_decode=8, ctx_decode=800.0).target_sampler) == pytest.approx(
+        8 * float(t0)
+    )
     # a verify pass samples K + 1 rows per sequence
-    assert float(cost.terms(3, 8, 800.0)["target_sampler"]) == pytest.approx(32 * float(t0))
+    assert float(cost.terms(k=3, n_decode=8, ctx_decode=800.0).target_sampler) == pytest.approx(
+        32 * float(t0)
+    )
 
 
 def test_drafter_terms() -> None:
@@ -219,16 +239,22 @@ def test_drafter_terms() -> None:
     and every scheduled token, the later ones the batch; growing with K and with the batch."""
     cost = _cost()
     assert cost.draft is not None
-    no = cost.terms(0, 16, 16 * 500.0)
-    assert all(float(no[t]) == 0.0 for t in COEFFICIENTS["draft_time_scale"])
-    assert float(no["host_draft"]) == 0.0
-    d = [float(cost.terms(k, 16, 16 * 500.0)["draft_gemm"]) for k in (1, 2, 3, 4)]
+    no = cost.terms(k=0, n_decode=16, ctx_decode=16 * 500.0)
+    assert all(float(getattr(no, t)) == 0.0 for t in COEFFICIENTS["draft_time_scale"])
+    assert float(no.host_draft) == 0.0
+    d = [
+        float(cost.terms(k=k, n_decode=16, ctx_decode=16 * 500.0).draft_gemm) for k in (1, 2, 3, 4)
+    ]
     assert np.all(np.diff(d) > 0)
     # the first forward costs more than a later one (fc 3h → h over all tokens)
     assert d[0] > d[1] - d[0] > 0
-    by_b = [float(cost.terms(3, b, b * 500.0)["draft_gemm"]) for b in (1, 8, 64, 128)]
+    by_b = [
+        float(cost.terms(k=3, n_decode=b, ctx_decode=b * 500.0).draft_gemm) for b in (1, 8, 64, 128)
+    ]
     assert np.all(np.diff(by_b) >= 0)
-    assert float(cost.terms(3, 16, 8000.0)["host_draft"]) == 3.0  # per draft forward
+    assert (
+        float(cost.terms(k=3, n_decode=16, ctx_decode=8000.0).host_draft) == 3.0
+    )  # per draft forward
 
 
 def test_draft_model_on_its_own_tensor_parallelism() -> None:
@@ -237,10 +263,13 @@ def test_draft_model_on_its_own_tensor_parallelism() -> None:
     dep = H100_8B.model_copy(update={"tp": 2, "drafter": DraftModelDrafter(model="llama-3.2-1b")})
     own = build_cost_model(resolve_deployment(dep.model_copy(update={"draft_tp": 1})))
     same = build_cost_model(resolve_deployment(dep))
-    a, b = own.terms(3, 4, 2000.0), same.terms(3, 4, 2000.0)
-    assert float(a["draft_allreduce"]) == 0.0 < float(b["draft_allreduce"])
-    assert float(a["draft_gemm"]) > 1.8 * float(b["draft_gemm"])
-    assert float(a["target_gemm"]) == pytest.approx(float(b["target_gemm"]))
+    a, b = (
+        own.terms(k=3, n_decode=4, ctx_decode=2000.0),
+        same.terms(k=3, n_decode=4, ctx_decode=2000.0),
+    )
+    assert float(a.draft_allreduce) == 0.0 < float(b.draft_allreduce)
+    assert float(a.draft_gemm) > 1.8 * float(b.draft_gemm)
+    assert float(a.target_gemm) == pytest.approx(float(b.target_gemm))
 
 
 def test_draft_tp_follows_vllms_rule() -> None:
@@ -252,31 +281,39 @@ def test_draft_tp_follows_vllms_rule() -> None:
 
 def test_ngram_costs_host_time_per_step() -> None:
     cost = _cost(drafter=NgramDrafter(cpu_cost_ms=0.05))
-    t = cost.terms(5, 32, 32 * 500.0)
-    assert cost.draft is None and float(t["draft_gemm"]) == 0.0
-    assert float(t["host_draft"]) == 1.0  # once per step, whatever K
+    t = cost.terms(k=5, n_decode=32, ctx_decode=32 * 500.0)
+    assert cost.draft is None and float(t.draft_gemm) == 0.0
+    assert float(t.host_draft) == 1.0  # once per step, whatever K
 
 
 def test_host_terms(cost: StepCostModel) -> None:
-    t = cost.terms(3, 10, 1000.0, 200.0, 0.0, 200 * 100.0, 12)
-    assert float(t["host_step"]) == 1.0
-    assert float(t["host_seq"]) == 12.0  # running sequences, prefilling ones included
-    assert float(t["host_token"]) == 10 * 4 + 200  # scheduled tokens
-    assert float(cost.terms(0, 0, 0.0)["host_token"]) == 0.0
+    t = cost.terms(
+        k=3,
+        n_decode=10,
+        ctx_decode=1000.0,
+        prefill_tokens=200.0,
+        prefill_ctx=0.0,
+        prefill_pairs=200 * 100.0,
+        n_running=12,
+    )
+    assert float(t.host_step) == 1.0
+    assert float(t.host_seq) == 12.0  # running sequences, prefilling ones included
+    assert float(t.host_token) == 10 * 4 + 200  # scheduled tokens
+    assert float(cost.terms(k=0, n_decode=0, ctx_decode=0.0).host_token) == 0.0
 
 
 def test_host_cost_per_speculative_step_is_one_per_step_whatever_k(cost: StepCostModel) -> None:
     """The per-speculative-step host term counts steps, not drafts: 1 at every K ≥ 1, 0 without
     speculation and in a step that schedules nothing; its coefficient adds exactly its value."""
     ks = np.asarray([0.0, 1.0, 2.0, 3.0, 5.0])
-    t = cost.terms(ks, np.full(5, 8.0), np.full(5, 8000.0))
-    assert t["host_spec"].tolist() == [0.0, 1.0, 1.0, 1.0, 1.0]
-    assert t["host_draft"].tolist() == [0.0, 1.0, 2.0, 3.0, 5.0]  # per draft forward, by contrast
-    assert float(cost.terms(3, 0, 0.0)["host_spec"]) == 0.0
+    t = cost.terms(k=ks, n_decode=np.full(5, 8.0), ctx_decode=np.full(5, 8000.0))
+    assert t.host_spec.tolist() == [0.0, 1.0, 1.0, 1.0, 1.0]
+    assert t.host_draft.tolist() == [0.0, 1.0, 2.0, 3.0, 5.0]  # per draft forward, by contrast
+    assert float(cost.terms(k=3, n_decode=0, ctx_decode=0.0).host_spec) == 0.0
     more = cost.with_coefficients(replace(cost.coefficients, spec_step_overhead_s=1e-3))
-    gap = more.step_time(ks, np.full(5, 8.0), np.full(5, 8000.0)) - cost.step_time(
-        ks, np.full(5, 8.0), np.full(5, 8000.0)
-    )
+    gap = more.step_time(
+        k=ks, n_decode=np.full(5, 8.0), ctx_decode=np.full(5, 8000.0)
+    ) - cost.step_time(k=ks, n_decode=np.full(5, 8.0), ctx_decode=np.full(5, 8000.0))
     assert gap == pytest.approx([0.0, 1e-3, 1e-3, 1e-3, 1e-3])
 
 
@@ -289,12 +326,12 @@ def test_an_arm_without_async_scheduling_pays_the_host_time_it_hides() -> None:
     eagle = _cost()
     ngram = _cost(drafter=NgramDrafter())
     sync_all = _cost(async_scheduling=False)
-    assert eagle.terms(ks, b, ctx)["host_sync"].tolist() == [0.0, 0.0, 0.0]
-    assert ngram.terms(ks, b, ctx)["host_sync"].tolist() == [0.0, 1.0, 1.0]
-    assert sync_all.terms(ks, b, ctx)["host_sync"].tolist() == [1.0, 1.0, 1.0]
-    gap = ngram.step_time(ks, b, ctx) - _cost(
+    assert eagle.terms(k=ks, n_decode=b, ctx_decode=ctx).host_sync.tolist() == [0.0, 0.0, 0.0]
+    assert ngram.terms(k=ks, n_decode=b, ctx_decode=ctx).host_sync.tolist() == [0.0, 1.0, 1.0]
+    assert sync_all.terms(k=ks, n_decode=b, ctx_decode=ctx).host_sync.tolist() == [1.0, 1.0, 1.0]
+    gap = ngram.step_time(k=ks, n_decode=b, ctx_decode=ctx) - _cost(
         drafter=NgramDrafter(), sync_step_overhead_ms=0.0
-    ).step_time(ks, b, ctx)
+    ).step_time(k=ks, n_decode=b, ctx_decode=ctx)
     assert gap == pytest.approx([0.0, 1e-3, 1e-3])  # the 1 ms default, speculative steps only
     # and so it lowers n-gram's predicted speedup
     wl = WorkloadConfig()
@@ -305,10 +342,13 @@ def test_an_arm_without_async_scheduling_pays_the_host_time_it_hides() -> None:
 
 def test_tensor_parallel_allreduce() -> None:
     one, two = _cost(), _cost(tp=2)
-    assert float(one.terms(0, 8, 800.0)["target_allreduce"]) == 0.0
-    ar = [float(two.terms(0, b, b * 800.0)["target_allreduce"]) for b in (1, 8, 64, 256)]
+    assert float(one.terms(k=0, n_decode=8, ctx_decode=800.0).target_allreduce) == 0.0
+    ar = [
+        float(two.terms(k=0, n_decode=b, ctx_decode=b * 800.0).target_allreduce)
+        for b in (1, 8, 64, 256)
+    ]
     assert ar[0] > 0 and np.all(np.diff(ar) > 0)
-    assert float(two.terms(0, 0, 0.0)["target_allreduce"]) == 0.0
+    assert float(two.terms(k=0, n_decode=0, ctx_decode=0.0).target_allreduce) == 0.0
 
 
 def test_cuda_graph_capture_sizes_padding_and_eager() -> None:
@@ -321,58 +361,132 @@ def test_cuda_graph_capture_sizes_padding_and_eager() -> None:
     assert cost.target is not None
     # 9 tokens run as 16: the GEMMs and the kernel gaps of a captured graph (the LM head only
     # over the 9 sampled rows)
-    t9, t16 = cost.terms(0, 9, 900.0), cost.terms(0, 16, 1600.0)
+    t9, t16 = (
+        cost.terms(k=0, n_decode=9, ctx_decode=900.0),
+        cost.terms(k=0, n_decode=16, ctx_decode=1600.0),
+    )
     head = cost.target.head
     head_s = lambda m: float(head.seconds(m, 2.0, cost.target.hw))  # noqa: E731
-    assert float(t9["target_gemm"]) - head_s(9) == pytest.approx(
-        float(t16["target_gemm"]) - head_s(16)
-    )
-    assert float(cost.terms(0, 9, 900.0)["target_kernels"]) == pytest.approx(
+    assert float(t9.target_gemm) - head_s(9) == pytest.approx(float(t16.target_gemm) - head_s(16))
+    assert float(cost.terms(k=0, n_decode=9, ctx_decode=900.0).target_kernels) == pytest.approx(
         cost.target.kernels * cost.target.hw.kernel_gap_s
     )
     assert cost.target.kernels == 32 * KERNELS_PER_LAYER + KERNELS_PER_FORWARD
     eager = _cost(cudagraph_max_tokens=0)
     assert eager.target is not None
-    small = eager.terms(0, 1, 100.0)
-    gpu = sum(float(small[t]) for t in ("target_gemm", "target_attention", "target_sampler"))
+    small = eager.terms(k=0, n_decode=1, ctx_decode=100.0)
+    gpu = sum(
+        float(getattr(small, t)) for t in ("target_gemm", "target_attention", "target_sampler")
+    )
     floor = eager.target.kernels * eager.target.hw.kernel_launch_s
-    assert float(small["target_kernels"]) == pytest.approx(
+    assert float(small.target_kernels) == pytest.approx(
         max(eager.target.kernels * eager.target.hw.kernel_gap_s, floor - gpu)
     )
-    assert float(cost.terms(0, 0, 0.0)["target_kernels"]) == 0.0
+    assert float(cost.terms(k=0, n_decode=0, ctx_decode=0.0).target_kernels) == 0.0
+
+
+def _compositions(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """``n`` random step compositions: plain decode and K up to 5, some with a prefill chunk,
+    some past the largest CUDA graph."""
+    rng = np.random.default_rng(seed)
+    return {
+        "k": rng.integers(0, 6, n).astype(np.float64),
+        "n_decode": rng.integers(0, 300, n).astype(np.float64),
+        "ctx_decode": rng.uniform(0, 5e5, n),
+        "prefill_tokens": rng.integers(0, 3000, n).astype(np.float64) * (rng.random(n) < 0.3),
+        "prefill_ctx": rng.uniform(0, 1e4, n),
+        "prefill_pairs": rng.uniform(0, 1e6, n),
+        "n_running": rng.integers(1, 300, n).astype(np.float64),
+    }
+
+
+def _one_by_one(cost: StepCostModel, steps: dict[str, np.ndarray]) -> list[float]:
+    n = steps["k"].size
+    return [
+        cost.step_seconds(
+            k=float(steps["k"][i]),
+            n_decode=float(steps["n_decode"][i]),
+            ctx_decode=float(steps["ctx_decode"][i]),
+            prefill_tokens=float(steps["prefill_tokens"][i]),
+            prefill_ctx=float(steps["prefill_ctx"][i]),
+            prefill_pairs=float(steps["prefill_pairs"][i]),
+            n_running=float(steps["n_running"][i]),
+        )
+        for i in range(n)
+    ]
 
 
 def test_one_step_as_floats_equals_many_steps_as_arrays(cost: StepCostModel) -> None:
-    rng = np.random.default_rng(0)
-    n = 200
-    args = (
-        rng.integers(0, 6, n).astype(np.float64),
-        rng.integers(0, 300, n).astype(np.float64),
-        rng.uniform(0, 5e5, n),
-        rng.integers(0, 3000, n).astype(np.float64) * (rng.random(n) < 0.3),
-        rng.uniform(0, 1e4, n),
-        rng.uniform(0, 1e6, n),
-        rng.integers(1, 300, n).astype(np.float64),
+    steps = _compositions(200)
+    many = cost.step_time(**steps)
+    np.testing.assert_allclose(many, _one_by_one(cost, steps), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {},  # EAGLE-3 on an H100 (FA3 packs the GQA group)
+        {"gpu": "a100-80gb", "drafter": EagleDrafter()},  # FA2: query rows padded apart
+        {"tp": 2, "drafter": NgramDrafter()},  # all-reduce; n-gram: host per step, sync arm
+        {"drafter": DraftModelDrafter(model="llama-3.2-1b"), "cudagraph_max_tokens": 0},
+        {"weight_dtype": "fp8", "max_num_batched_tokens": 512, "spec_step_overhead_ms": 0.3},
+    ],
+    ids=["eagle3-h100", "eagle-a100", "ngram-tp2", "draft-model-eager", "fp8-small-budget"],
+)
+def test_the_float_path_is_the_array_path_to_the_bit(update: dict[str, object]) -> None:
+    """:meth:`StepCostModel.step_seconds` (the step engine's and the twin's path) repeats the
+    array path in Python floats: every deployment kind gives the same bits."""
+    cost = _cost(**update)
+    steps = _compositions(300, seed=1)
+    steps["n_decode"][:20] = 600.0  # past the largest CUDA graph and the token budget
+    assert np.array_equal(cost.step_time(**steps), np.asarray(_one_by_one(cost, steps)))
+
+
+def test_step_terms_are_the_forward_and_host_terms_by_name() -> None:
+    """:class:`StepTerms` is the target's forward terms, the drafter's and the host's, in
+    that order (``StepCostModel.terms`` assembles it by position)."""
+    expected = (
+        *(f"target_{f}" for f in ForwardTerms._fields),
+        *(f"draft_{f}" for f in ForwardTerms._fields),
+        *(f"host_{f}" for f in HostTerms._fields),
     )
-    many = cost.step_time(*args)
-    one = [float(cost.step_time(*(float(a[i]) for a in args))) for i in range(n)]
-    np.testing.assert_allclose(many, one, rtol=1e-12)
+    assert StepTerms._fields == expected == TERMS
 
 
 def test_coefficients_scale_their_terms_and_match_the_profile_fields(cost: StepCostModel) -> None:
     assert set(COEFFICIENTS) == set(COEFFICIENT_FIELDS)
     assert sorted(t for ts in COEFFICIENTS.values() for t in ts) == sorted(TERMS)
-    t = cost.terms(3, 16, 8000.0, 100.0, 0.0, 5000.0, 17)
-    w = cost.coefficients.term_weights()
-    assert float(cost.step_time(3, 16, 8000.0, 100.0, 0.0, 5000.0, 17)) == pytest.approx(
-        sum(w[k] * float(v) for k, v in t.items())
+    t = cost.terms(
+        k=3,
+        n_decode=16,
+        ctx_decode=8000.0,
+        prefill_tokens=100.0,
+        prefill_ctx=0.0,
+        prefill_pairs=5000.0,
+        n_running=17,
     )
+    w = cost.coefficients.term_weights()
+    assert float(
+        cost.step_time(
+            k=3,
+            n_decode=16,
+            ctx_decode=8000.0,
+            prefill_tokens=100.0,
+            prefill_ctx=0.0,
+            prefill_pairs=5000.0,
+            n_running=17,
+        )
+    ) == pytest.approx(sum(w[k] * float(v) for k, v in t._asdict().items()))
     doubled = _cost(target_time_scale=2.0)
-    t2 = doubled.terms(3, 16, 8000.0)
-    base = cost.terms(3, 16, 8000.0)
-    extra = float(doubled.step_time(3, 16, 8000.0)) - float(cost.step_time(3, 16, 8000.0))
-    assert extra == pytest.approx(sum(float(base[k]) for k in COEFFICIENTS["target_time_scale"]))
-    assert float(t2["target_gemm"]) == float(base["target_gemm"])  # terms are unscaled
+    t2 = doubled.terms(k=3, n_decode=16, ctx_decode=8000.0)
+    base = cost.terms(k=3, n_decode=16, ctx_decode=8000.0)
+    extra = float(doubled.step_time(k=3, n_decode=16, ctx_decode=8000.0)) - float(
+        cost.step_time(k=3, n_decode=16, ctx_decode=8000.0)
+    )
+    assert extra == pytest.approx(
+        sum(float(getattr(base, k)) for k in COEFFICIENTS["target_time_scale"])
+    )
+    assert float(t2.target_gemm) == float(base.target_gemm)  # terms are unscaled
 
 
 def test_explanation_adds_up_to_v_and_c(cost: StepCostModel) -> None:

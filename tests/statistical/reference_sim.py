@@ -112,7 +112,15 @@ def reference_simulate(
                         break
                 accepted += a
             emitted.append((s, min(a + 1, s.out - s.generated)))
-        dt = float(cost.step_time(k, len(decoding), ctx_dec, p_tok, p_ctx, p_pairs, len(running)))
+        dt = cost.step_seconds(
+            k=k,
+            n_decode=len(decoding),
+            ctx_decode=ctx_dec,
+            prefill_tokens=p_tok,
+            prefill_ctx=p_ctx,
+            prefill_pairs=p_pairs,
+            n_running=len(running),
+        )
         clock += dt
         step_times.append(dt)
         for s, e in emitted:

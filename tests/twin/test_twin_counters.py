@@ -101,6 +101,8 @@ def test_a_speculative_step_costs_drafts_and_verify() -> None:
             cost = engine.cost
     ctx = 4 + 32.0  # the mean context of a 64-token reply to a 4-token prompt
     assert cost.draft is not None
-    extra = float(cost.step_time(K, 1, ctx)) - float(cost.step_time(0, 1, ctx))
+    extra = float(cost.step_time(k=K, n_decode=1, ctx_decode=ctx)) - float(
+        cost.step_time(k=0, n_decode=1, ctx_decode=ctx)
+    )
     assert extra > 0
     assert steps[K] - steps[0] == pytest.approx(extra, rel=0.05)

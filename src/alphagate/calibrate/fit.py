@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from dataclasses import dataclass, replace
+from typing import Final, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -135,12 +135,20 @@ def _scenario(obs: Observation, max_num_seqs: int) -> Scenario:
     return sc
 
 
-def _rows_of_one_run(
-    cost: StepCostModel, sc: Scenario, rng: np.random.Generator
-) -> tuple[FloatArray, float, FloatArray, float, float]:
-    """(Σ chunks·x, Σ chunks, Σ first-token windows·x, requests, decoding sequences per step)."""
+class _RunSums(NamedTuple):
+    """One simulated layout of a level, summed over its steps against each coefficient's
+    terms x (``[coefficients + 1]``, the request overhead last)."""
+
+    chunk_x: FloatArray  # Σ chunks · x
+    chunks: float  # Σ chunks
+    first_token_x: FloatArray  # Σ requests in their first-token window · x
+    requests: float
+    mean_batch: float  # decoding sequences per step that decodes
+
+
+def _rows_of_one_run(cost: StepCostModel, sc: Scenario, rng: np.random.Generator) -> _RunSums:
     plan = plan_steps(sc, cost.max_num_batched_tokens, rng)
-    terms = cost.terms(*plan.composition)
+    terms = cost.terms(**plan.composition)._asdict()
     steps = plan.running.size
     basis = np.stack(
         [sum((terms[t] for t in COEFFICIENTS[c]), start=np.zeros(steps)) for c in NAMES]
@@ -152,12 +160,12 @@ def _rows_of_one_run(
     cover = np.cumsum(
         np.bincount(t.sent, minlength=steps + 1) - np.bincount(t.first + 1, minlength=steps + 1)
     )[:steps]
-    return (
-        basis @ chunks,
-        float(chunks.sum()),
-        basis @ cover,
-        float(t.start.size),
-        float(chunks[chunks > 0].mean() if (chunks > 0).any() else 0.0),
+    return _RunSums(
+        chunk_x=basis @ chunks,
+        chunks=float(chunks.sum()),
+        first_token_x=basis @ cover,
+        requests=float(t.start.size),
+        mean_batch=float(chunks[chunks > 0].mean() if (chunks > 0).any() else 0.0),
     )
 
 
@@ -175,7 +183,7 @@ def design_rows(
     runs = max(MIN_RUNS, -(-MIN_SIMULATED // obs.prompt_tokens.size))
     rng = np.random.default_rng(seed)
     parts = [_rows_of_one_run(cost, sc, child) for child in rng.spawn(runs)]
-    mean_batch = float(np.mean([p[4] for p in parts]))
+    mean_batch = float(np.mean([p.mean_batch for p in parts]))
 
     def row(metric: str, xs: list[FloatArray], counts: list[float], y_ms: float, n: float,
             cv: float) -> DesignRow:  # fmt: skip
@@ -188,29 +196,36 @@ def design_rows(
         return DesignRow(obs, metric, x, y_ms * 1e-3, 1.0 / var, mean_batch)
 
     rows = []
-    chunks = [p[1] for p in parts]
+    chunks = [p.chunks for p in parts]
     if obs.step_ms is not None and sum(chunks) > 0:
         # the sequences of a batch see the same step: one independent gap per step, not per
         # sequence
         rows.append(
-            row("decode_step", [p[0] for p in parts], chunks, obs.step_ms,
+            row("decode_step", [p.chunk_x for p in parts], chunks, obs.step_ms,
                 obs.step_samples / max(mean_batch, 1.0), obs.step_cv)
         )  # fmt: skip
     if obs.ttft_ms is not None and obs.concurrency == 1:
-        xs = [p[2].copy() for p in parts]
+        xs = [p.first_token_x.copy() for p in parts]
         for x, p in zip(xs, parts, strict=True):
-            x[-1] = p[3]  # the per-request constant outside the engine, once per request
-        rows.append(
-            row("ttft", xs, [p[3] for p in parts], obs.ttft_ms, obs.ttft_samples, obs.ttft_cv)
-        )
+            x[-1] = p.requests  # the per-request constant outside the engine, once per request
+        requests = [p.requests for p in parts]
+        rows.append(row("ttft", xs, requests, obs.ttft_ms, obs.ttft_samples, obs.ttft_cv))
     return rows
 
 
-def _solve(
-    rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+class _Solution(NamedTuple):
     """θ, its standard errors, each coefficient's data share (see the module docstring), and
-    θ's covariance (zero for the coefficients held)."""
+    θ's covariance (zero for the coefficients held); the request overhead last."""
+
+    theta: FloatArray  # [coefficients + 1]
+    se: FloatArray  # [coefficients + 1]
+    share: FloatArray  # [coefficients + 1]
+    cov: FloatArray  # [coefficients + 1, coefficients + 1]
+
+
+def _solve(rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]) -> _Solution:
+    """Regularised least squares with θ ≥ 0 over the ``free`` coefficients (the rest held at
+    the prior)."""
     from scipy.optimize import lsq_linear  # scipy costs ~0.2 s to import: only here
 
     x = np.stack([r.x for r in rows])  # [rows, coefficients + 1]
@@ -248,7 +263,7 @@ def _solve(
     share[idx] = np.clip(1.0 - PRIOR_WEIGHT * np.diag(cov), 0.0, 1.0)
     full = np.zeros((prior.size, prior.size))
     full[np.ix_(idx, idx)] = np.outer(s, s) * cov * max(chi2, CHI2_FLOOR)
-    return theta, se, share, full
+    return _Solution(theta=theta, se=se, share=share, cov=full)
 
 
 def fit_profile(
@@ -267,23 +282,65 @@ def fit_profile(
     # the terms are for one TP: pin the one the deployment resolves to
     deployment = deployment.model_copy(update={"tp": resolve_deployment(deployment).tp})
     resolved = resolve_deployment(deployment)
-    cost = build_cost_model(resolved)
     defaults = coefficient_values(deployment)
     prior = np.asarray([defaults[n] for n in NAMES] + [0.0])
+    cost = build_cost_model(resolved)
+    rows = _design(
+        cost, observations, prior, time_scale=time_scale, seed=seed,
+        max_num_seqs=deployment.max_num_seqs,
+    )  # fmt: skip
+    x = np.stack([r.x for r in rows])
+    # a coefficient is fitted when its term appears in some row (no drafter, no TP: held)
+    solution = _solve(rows, prior, np.abs(x).sum(axis=0) > 0)
+    theta = solution.theta
+    coefficients = _coefficients(solution, prior)
+    points = _points(rows, x @ theta)
+    concs = [o.concurrency for o in observations]
+    ks = [o.k for o in observations if o.k > 0]
+    rms = float(np.sqrt(np.mean([p.residual_pct**2 for p in points])))
+    why = unusable_reason(rms, coefficients)
+    return CalibrationProfile(
+        deployment=with_coefficients(deployment, {n: float(theta[j]) for j, n in enumerate(NAMES)}),
+        deployment_description=resolved.describe(),
+        functional_form=FUNCTIONAL_FORM,
+        coefficients=coefficients,
+        request_overhead_s=(float(theta[-1]) if any(r.metric == "ttft" for r in rows) else None),
+        points=points,
+        rms_residual_pct=rms,
+        covariance=solution.cov[: len(NAMES), : len(NAMES)].tolist(),
+        valid_concurrency=(min(concs), max(concs)),
+        valid_k=(min(ks), max(ks)) if ks else (0, 0),
+        sources=sorted({o.source for o in observations}),
+        time_scale=time_scale,
+        usable=why is None,
+        unusable_reason=why,
+        partial=partial,
+    )
+
+
+def _design(
+    cost: StepCostModel,
+    observations: Sequence[Observation],
+    prior: FloatArray,
+    *,
+    time_scale: float,
+    seed: int,
+    max_num_seqs: int,
+) -> list[DesignRow]:
+    """Every observation's rows, its measured times divided by ``time_scale``."""
     rows = [
         row
         for i, o in enumerate(observations)
-        for row in design_rows(cost, o, deployment.max_num_seqs, prior, seed + i)
+        for row in design_rows(cost, o, max_num_seqs, prior, seed + i)
     ]
     if not rows:
         raise ConfigError("the observations carry no decode step time or TTFT")
-    rows = [DesignRow(r.obs, r.metric, r.x, r.y / time_scale, r.weight, r.mean_batch) for r in rows]
-    x = np.stack([r.x for r in rows])
-    # a coefficient is fitted when its term appears in some row (no drafter, no TP: held)
-    free = np.abs(x).sum(axis=0) > 0
-    theta, se, share, cov = _solve(rows, prior, free)
-    fitted = x @ theta
-    coefficients = [
+    return [replace(r, y=r.y / time_scale) for r in rows]
+
+
+def _coefficients(solution: _Solution, prior: FloatArray) -> list[FittedCoefficient]:
+    theta, se, share = solution.theta, solution.se, solution.share
+    return [
         FittedCoefficient(
             name=n,
             value=float(theta[j]),
@@ -294,7 +351,11 @@ def fit_profile(
         )
         for j, n in enumerate(NAMES)
     ]
-    points = [
+
+
+def _points(rows: list[DesignRow], fitted: FloatArray) -> list[CalibrationPoint]:
+    """Each row beside the fit: observed and fitted times, and the relative residual."""
+    return [
         CalibrationPoint(
             label=r.obs.label,
             source=r.obs.source,
@@ -313,29 +374,6 @@ def fit_profile(
         )
         for r, f in zip(rows, fitted, strict=True)
     ]
-    concs = [o.concurrency for o in observations]
-    ks = [o.k for o in observations if o.k > 0]
-    fitted_dep = with_coefficients(deployment, {n: float(theta[j]) for j, n in enumerate(NAMES)})
-    has_ttft = any(r.metric == "ttft" for r in rows)
-    rms = float(np.sqrt(np.mean([p.residual_pct**2 for p in points])))
-    why = unusable_reason(rms, coefficients)
-    return CalibrationProfile(
-        deployment=fitted_dep,
-        deployment_description=resolved.describe(),
-        functional_form=FUNCTIONAL_FORM,
-        coefficients=coefficients,
-        request_overhead_s=float(theta[-1]) if has_ttft else None,
-        points=points,
-        rms_residual_pct=rms,
-        covariance=cov[: len(NAMES), : len(NAMES)].tolist(),
-        valid_concurrency=(min(concs), max(concs)),
-        valid_k=(min(ks), max(ks)) if ks else (0, 0),
-        sources=sorted({o.source for o in observations}),
-        time_scale=time_scale,
-        usable=why is None,
-        unusable_reason=why,
-        partial=partial,
-    )
 
 
 def unusable_reason(

@@ -19,11 +19,12 @@ contention and batch-size policies; ``tests/statistical`` checks the two against
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from alphagate.sim.cost import StepCostModel
+from alphagate.sim.cost import StepComposition, StepCostModel
 from alphagate.sim.engine import RunTrace, Scenario
 from alphagate.sim.kernel import (
     acceptance_histogram,
@@ -58,44 +59,52 @@ def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
     )
 
 
+class _DecodeSteps(NamedTuple):
+    """Every request's speculative decode steps, flattened (one element per step)."""
+
+    request: IntArray
+    local_step: IntArray  # the step's index among its request's decode steps
+    accepted: IntArray  # accepted drafts
+    emitted: IntArray  # tokens emitted
+    before: IntArray  # the request's tokens before this step
+
+
 def _decode_plan(
     rng: np.random.Generator, need: IntArray, cls: IntArray, thr_table: FloatArray, k: int
-) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+) -> _DecodeSteps:
     """Speculative decode steps of every request, flattened.
 
-    Returns (request, local step, accepted drafts, tokens emitted, tokens before this step).
-    Draws are laid out in one flat array with a segment per request sized for its ``need`` tokens
-    (plus margin); one global cumulative sum and one ``searchsorted`` find where each request's
-    output is complete. Requests whose segment fell short are redrawn with a longer segment.
+    Draws are laid out in one flat array with a segment per request sized for its ``need``
+    tokens (plus margin); one global cumulative sum and one ``searchsorted`` find where each
+    request's output is complete. Requests whose segment fell short are redrawn with a longer
+    segment.
     """
     e_min = float(expected_tokens_per_pass(float(thr_table[:, 0].min()), k))
     todo = np.nonzero(need > 0)[0]
     parts: list[tuple[IntArray, ...]] = []
     margin = 1.25
     while todo.size:
-        nd = need[todo]
-        seg_len = np.ceil(nd / e_min * margin).astype(np.int64) + 4
+        need_todo = need[todo]
+        seg_len = np.ceil(need_todo / e_min * margin).astype(np.int64) + 4
         starts = np.cumsum(seg_len) - seg_len
         seg = np.repeat(np.arange(todo.size), seg_len)
         acc = accepted_drafts(rng.random(seg.size), thr_table, cls[todo][seg])
         g = np.cumsum(acc + 1)
         g_start = np.where(starts > 0, g[starts - 1], 0)
-        pos = np.searchsorted(g, g_start + nd, side="left")
+        pos = np.searchsorted(g, g_start + need_todo, side="left")
         ok = pos < starts + seg_len
         n_dec = pos - starts + 1
         local = np.arange(seg.size) - starts[seg]
         live = ok[seg] & (local < n_dec[seg])
         seg_l, local_l, acc_l = seg[live], local[live], acc[live]
         before = g[live] - (acc_l + 1) - g_start[seg_l]
-        emit = np.minimum(acc_l + 1, nd[seg_l] - before)
+        emit = np.minimum(acc_l + 1, need_todo[seg_l] - before)
         parts.append((todo[seg_l], local_l, acc_l, emit, before))
         todo = todo[~ok]
         margin *= 2.0
     if not parts:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty, empty
-    req, local, acc, emit, before = (np.concatenate(x) for x in zip(*parts, strict=True))
-    return req, local, acc, emit, before
+        return _DecodeSteps(*(np.zeros(0, dtype=np.int64),) * 5)
+    return _DecodeSteps(*(np.concatenate(x) for x in zip(*parts, strict=True)))
 
 
 @dataclass(frozen=True)
@@ -158,9 +167,7 @@ def _timeline(req: RequestSet, users: int, n_pre: IntArray, n_dec: IntArray) -> 
     return _Timeline(start_a, first, finish, n_dec, int(finish.max()) + 1, gap)
 
 
-def _speculative_batches(
-    req: RequestSet, t: _Timeline, plan: tuple[IntArray, ...], width: int
-) -> _Batches:
+def _speculative_batches(req: RequestSet, t: _Timeline, plan: _DecodeSteps, width: int) -> _Batches:
     d_req, d_local, _, d_emit, d_before = plan
     m = t.steps
     d_step = t.first[d_req] + 1 + d_local
@@ -221,18 +228,16 @@ class StepPlan:
     accepted: IntArray  # accepted drafts of every speculative decode step
 
     @property
-    def composition(
-        self,
-    ) -> tuple[int, IntArray, FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:
+    def composition(self) -> StepComposition:
         """The step-time model's arguments for every step."""
-        return (
-            self.k,
-            self.n_decode,
-            self.ctx_decode,
-            self.prefill_tokens,
-            self.prefill_ctx,
-            self.prefill_pairs,
-            self.running,
+        return StepComposition(
+            k=self.k,
+            n_decode=self.n_decode,
+            ctx_decode=self.ctx_decode,
+            prefill_tokens=self.prefill_tokens,
+            prefill_ctx=self.prefill_ctx,
+            prefill_pairs=self.prefill_pairs,
+            n_running=self.running,
         )
 
 
@@ -251,7 +256,7 @@ def plan_steps(sc: Scenario, max_num_batched_tokens: int, rng: np.random.Generat
     if k > 0:
         thr = np.asarray(sc.unconditional, dtype=np.float64)[:, :k]
         plan = _decode_plan(rng, need, req.class_idx, thr, k)
-    n_dec = np.bincount(plan[0], minlength=req.n) if plan is not None else need
+    n_dec = np.bincount(plan.request, minlength=req.n) if plan is not None else need
     # 2. each user's timeline, then the batch composition of every step
     p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, max_num_batched_tokens)
     t = _timeline(req, sc.arrivals.users, np.bincount(p_req, minlength=req.n), n_dec)
@@ -277,7 +282,7 @@ def plan_steps(sc: Scenario, max_num_batched_tokens: int, rng: np.random.Generat
         running=running,
         timeline=t,
         batches=b,
-        accepted=plan[2] if plan is not None else np.zeros(0, dtype=np.int64),
+        accepted=plan.accepted if plan is not None else np.zeros(0, dtype=np.int64),
     )
 
 
@@ -288,7 +293,7 @@ def run_closed_loop(
     plan = plan_steps(sc, cost.max_num_batched_tokens, rng)
     k, t, b, m = sc.k, plan.timeline, plan.batches, plan.timeline.steps
     # 3. price every step at once, then wall-clock times
-    dt = cost.step_time(*plan.composition)
+    dt = cost.step_time(**plan.composition)
     end = np.cumsum(dt)
     # 4. counters (vLLM semantics) and, when asked, the chunk records
     acc = plan.accepted

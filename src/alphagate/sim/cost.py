@@ -50,7 +50,8 @@ below — each a term of its own, with its public source::
 ``θ_target`` and ``θ_draft`` (``target_time_scale``, ``draft_time_scale``) and the five host
 costs are the model's coefficients: defaults from the documented constants, or fitted to a real
 server by ``alphagate calibrate``. Every method takes numpy arrays (one element per step or
-scenario) or scalars.
+scenario) or scalars, and returns arrays; :meth:`StepCostModel.step_seconds` prices one step in
+Python floats.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, replace
-from functools import cached_property
-from typing import Any, Final, NamedTuple, TypeAlias
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Final, Generic, NamedTuple, TypedDict, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -74,22 +75,14 @@ from alphagate.specs.deployment import (
 from alphagate.specs.gpus import GpuSpec
 from alphagate.theory.memory import BYTES_PER_PARAM
 
+if TYPE_CHECKING:  # typing has both from Python 3.11; annotations are not evaluated at run time
+    from typing_extensions import NotRequired, Unpack
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-#: A float64 array (many steps), or a Python float (one step priced alone, as the step engine and
-#: the twin do: plain floats keep that call cheap; :func:`_max`, :func:`_ceil` serve both). Typed
-#: ``Any`` because numpy's stubs cannot follow arithmetic across the two.
-Num: TypeAlias = Any
-
-
-def _max(a: Num, b: Num) -> Num:
-    if isinstance(a, float) and isinstance(b, float):
-        return a if a >= b else b
-    return np.maximum(a, b)
-
-
-def _ceil(a: Num) -> Num:
-    return float(math.ceil(a)) if isinstance(a, float) else np.ceil(a)
+BoolArray = npt.NDArray[np.bool_]
+#: A term's seconds: arrays of one element per step, or a float for one step priced alone.
+_Seconds = TypeVar("_Seconds", float, FloatArray)
 
 
 __all__ = [
@@ -103,7 +96,10 @@ __all__ = [
     "ForwardCost",
     "ForwardTerms",
     "Hardware",
+    "HostTerms",
+    "StepComposition",
     "StepCostModel",
+    "StepTerms",
     "build_cost_model",
     "capture_sizes",
 ]
@@ -128,25 +124,31 @@ LOGIT_BYTES: Final = 4.0
 KERNELS_PER_LAYER: Final = 10
 KERNELS_PER_FORWARD: Final = 6
 
-#: The named terms of one step (seconds, before the coefficients), in the order they are printed.
-TERMS: Final = (
-    "target_gemm",
-    "target_attention",
-    "target_sampler",
-    "target_allreduce",
-    "target_kernels",
-    "draft_gemm",
-    "draft_attention",
-    "draft_sampler",
-    "draft_allreduce",
-    "draft_kernels",
-    "host_step",
-    "host_seq",
-    "host_token",
-    "host_spec",
-    "host_draft",
-    "host_sync",
-)
+
+class StepTerms(NamedTuple):
+    """The named terms of one step (seconds, before the coefficients), in the order they are
+    printed: the target's forward, the drafter's, then the host's counts. Arrays of one element
+    per step."""
+
+    target_gemm: FloatArray
+    target_attention: FloatArray
+    target_sampler: FloatArray
+    target_allreduce: FloatArray
+    target_kernels: FloatArray
+    draft_gemm: FloatArray
+    draft_attention: FloatArray
+    draft_sampler: FloatArray
+    draft_allreduce: FloatArray
+    draft_kernels: FloatArray
+    host_step: FloatArray
+    host_seq: FloatArray
+    host_token: FloatArray
+    host_spec: FloatArray
+    host_draft: FloatArray
+    host_sync: FloatArray
+
+
+TERMS: Final = StepTerms._fields
 #: The coefficients and the terms each multiplies (what ``alphagate calibrate`` fits).
 COEFFICIENTS: Final[dict[str, tuple[str, ...]]] = {
     "target_time_scale": tuple(t for t in TERMS if t.startswith("target_")),
@@ -217,8 +219,8 @@ class Gemms:
 
     @classmethod
     def of(cls, rows: list[tuple[float, float, float]]) -> Gemms:
-        a = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
-        return cls(a[:, 0], a[:, 1], a[:, 2])
+        table = np.asarray(rows, dtype=np.float64).reshape(-1, 3)  # [G, (N, K, count)]
+        return cls(table[:, 0], table[:, 1], table[:, 2])
 
     @property
     def params(self) -> float:
@@ -227,45 +229,56 @@ class Gemms:
     def seconds(self, m: npt.ArrayLike, bytes_per_weight: float, hw: Hardware) -> FloatArray:
         """Time of every GEMM at M tokens, summed: ``max(weight read, quantized compute)`` plus
         the overlap loss times the smaller of the read and the unpadded compute."""
-        mm = np.asarray(m, dtype=np.float64)[..., None]  # [..., 1]
+        rows = np.asarray(m, dtype=np.float64)[..., None]  # [..., 1]
         read = self.n * self.k * bytes_per_weight / hw.bandwidth  # [G]
-        tiles = np.ceil(mm / hw.tile_m) * np.ceil(self.n / hw.tile_n)  # [..., G]
+        tiles = np.ceil(rows / hw.tile_m) * np.ceil(self.n / hw.tile_n)  # [..., G]
         # whole waves once a GEMM has more tiles than SMs; below one wave, split-K fills the GPU
         waves = np.where(tiles > hw.sm_count, np.ceil(tiles / hw.sm_count) * hw.sm_count, tiles)
         compute = waves * (2.0 * hw.tile_m * hw.tile_n) * self.k / hw.gemm_flops
         # streaming and MMAs do not overlap perfectly: below the ridge the time grows with M
         # (measured on an H200, see :mod:`alphagate.specs.gpus`)
-        loss = hw.gemm_overlap_loss * np.minimum(read, 2.0 * mm * self.n * self.k / hw.gemm_flops)
-        t = np.where(mm > 0, np.maximum(read, compute) + loss, 0.0)
-        return np.asarray((t * self.count).sum(-1))
+        loss = hw.gemm_overlap_loss * np.minimum(read, 2.0 * rows * self.n * self.k / hw.gemm_flops)
+        seconds = np.where(rows > 0, np.maximum(read, compute) + loss, 0.0)  # [..., G]
+        return np.asarray((seconds * self.count).sum(-1))
 
 
 class _Table:
     """A GEMM set's time at M = 0..n tokens, precomputed; interpolated, formula beyond."""
 
     def __init__(self, gemms: Gemms, bytes_per_weight: float, hw: Hardware, n: int) -> None:
-        self.gemms, self.bpw, self.hw = gemms, bytes_per_weight, hw
-        self.x = np.arange(n + 1, dtype=np.float64)
-        self.y = gemms.seconds(self.x, bytes_per_weight, hw)
+        self.gemms, self.bytes_per_weight, self.hw = gemms, bytes_per_weight, hw
+        self.m = np.arange(n + 1, dtype=np.float64)  # [n + 1]
+        self.seconds = gemms.seconds(self.m, bytes_per_weight, hw)  # [n + 1]
         self.top = float(n)
         self.empty = gemms.n.size == 0
 
-    def __call__(self, m: Num) -> Num:
+    @cached_property
+    def values(self) -> list[float]:
+        """The table as Python floats, for one step's lookup (:class:`_OneStep`)."""
+        values: list[float] = self.seconds.tolist()
+        return values
+
+    def __call__(self, m: FloatArray) -> FloatArray | float:
         if self.empty:
             return 0.0
-        if isinstance(m, float) and 0.0 <= m < self.top:  # one step: no array machinery
-            x = m
-            i = int(x)
-            y0 = float(self.y[i])
-            return y0 + (x - i) * (float(self.y[i + 1]) - y0)
-        mm = np.asarray(m, dtype=np.float64)
-        if mm.size == 0 or float(mm.max()) <= self.top:
-            return np.asarray(np.interp(mm, self.x, self.y))
+        if m.size == 0 or float(m.max()) <= self.top:
+            return np.asarray(np.interp(m, self.m, self.seconds))
         return np.where(
-            mm <= self.top,
-            np.interp(np.minimum(mm, self.top), self.x, self.y),
-            self.gemms.seconds(mm, self.bpw, self.hw),
+            m <= self.top,
+            np.interp(np.minimum(m, self.top), self.m, self.seconds),
+            self.gemms.seconds(m, self.bytes_per_weight, self.hw),
         )
+
+
+class ForwardTerms(NamedTuple, Generic[_Seconds]):
+    """Seconds of one forward, by mechanism (arrays of one element per step, or floats for one
+    step priced alone)."""
+
+    gemm: _Seconds
+    attention: _Seconds
+    sampler: _Seconds
+    allreduce: _Seconds
+    kernels: _Seconds
 
 
 @dataclass(frozen=True)
@@ -291,15 +304,15 @@ class ForwardCost:
 
     # ---- per-unit figures, computed once per model (a frozen dataclass caches in __dict__)
     @cached_property
-    def _gemm(self) -> _Table:
+    def gemm_table(self) -> _Table:
         return _Table(self.gemms, self.bytes_per_weight, self.hw, self.table_tokens)
 
     @cached_property
-    def _first(self) -> _Table:
+    def first_table(self) -> _Table:
         return _Table(self.first_gemms, self.bytes_per_weight, self.hw, self.table_tokens)
 
     @cached_property
-    def _head(self) -> _Table:
+    def head_table(self) -> _Table:
         return _Table(self.head, self.bytes_per_weight, self.hw, self.table_tokens)
 
     @cached_property
@@ -309,80 +322,88 @@ class ForwardCost:
         return per_layer * self.layers + KERNELS_PER_FORWARD + self.first_gemms.n.size
 
     @cached_property
-    def _kv_s(self) -> float:
+    def kv_s(self) -> float:
         """Seconds to read one token's KV cache (all layers)."""
         return self.kv_bytes_per_token / self.hw.bandwidth
 
     @cached_property
-    def _row_s(self) -> float:
+    def row_s(self) -> float:
         """Seconds of attention compute per query row and context token (all layers)."""
         return 4.0 * self.layers * self.kv_heads * self.head_dim / self.hw.attn_flops
 
     @cached_property
-    def _sampler_s(self) -> float:
+    def sampler_s(self) -> float:
         """Seconds of sampling per sampled row."""
         return self.vocab * LOGIT_BYTES * self.sampler_passes / self.hw.bandwidth
 
     @cached_property
-    def _allreduce_fixed_s(self) -> float:
+    def allreduce_fixed_s(self) -> float:
+        """Seconds of all-reduce latency per forward (two per layer)."""
         return 2.0 * self.layers * self.hw.allreduce_latency_s
 
     @cached_property
-    def _allreduce_token_s(self) -> float:
+    def allreduce_token_s(self) -> float:
+        """Seconds of all-reduce ring traffic per token of a forward."""
         ring = 2.0 * (self.tp - 1) / self.tp
         return 2.0 * self.layers * ring * self.hidden * 2.0 / self.hw.link_bandwidth
+
+    @cached_property
+    def decode_query_rows(self) -> float:
+        """:meth:`query_rows` of one query token in a pure decode step (a drafter's forwards
+        after its first)."""
+        return float(self.query_rows(np.ones(()), np.ones((), dtype=np.bool_)))
 
     @property
     def weight_bytes(self) -> float:
         return (self.gemms.params + self.head.params) * self.bytes_per_weight
 
-    def query_rows(self, q: Num, pure_decode: Any) -> Num:
-        """Query rows per KV head that the attention kernel computes for one sequence with ``q``
-        query tokens: the GQA group packed into the tile, or each head's q rows padded apart."""
-        tile, g = float(self.hw.attention_tile_m), float(self.group)
-        packed = _ceil(g * q / tile) * tile
+    def query_rows(self, queries: FloatArray, pure_decode: BoolArray) -> FloatArray:
+        """Query rows per KV head that the attention kernel computes for one sequence with
+        ``queries`` query tokens: the GQA group packed into the tile, or each head's query rows
+        padded apart."""
+        tile, group = float(self.hw.attention_tile_m), float(self.group)
+        packed = np.ceil(group * queries / tile) * tile
         if self.hw.attention_packs_gqa:
             return packed
-        apart = g * _ceil(q / tile) * tile
-        use_packed = (q == 1) & pure_decode
-        return apart + use_packed * (packed - apart)
+        apart = group * np.ceil(queries / tile) * tile
+        use_packed = (queries == 1) & pure_decode
+        return cast(FloatArray, apart + use_packed * (packed - apart))
 
     def terms(
         self,
         *,
-        tokens: Num,
-        gemm_tokens: Num,
-        rows: Num,
-        ctx_read: Num,
-        row_ctx: Num,
-        prefill_pairs: Num,
-        graph: Any,
+        tokens: FloatArray,
+        gemm_tokens: FloatArray,
+        rows: FloatArray,
+        ctx_read: FloatArray,
+        row_ctx: FloatArray,
+        prefill_pairs: FloatArray | float,
+        graph: BoolArray,
         first: bool,
-    ) -> ForwardTerms:
+    ) -> ForwardTerms[FloatArray]:
         """Seconds of one forward over ``tokens`` new tokens (``gemm_tokens`` after CUDA-graph
         padding) that samples ``rows`` of them: it reads ``ctx_read`` cached KV tokens, and its
         attention computes ``row_ctx`` query-row × context products plus ``prefill_pairs`` of
         chunked prefill; ``graph``: the step runs in a captured CUDA graph; ``first``: the
-        drafter's first forward (EAGLE-3's ``fc``). Inputs are float64 arrays or Python floats
-        (:meth:`StepCostModel.terms` converts them)."""
+        drafter's first forward (EAGLE-3's ``fc``). Every array has the steps' shape."""
         hw = self.hw
-        gemm = self._gemm(gemm_tokens) + self._head(rows)
+        gemm = self.gemm_table(gemm_tokens) + self.head_table(rows)
         if first:
-            gemm = gemm + self._first(gemm_tokens)
-        attention = _max(
-            (ctx_read + tokens) * self._kv_s,
-            (row_ctx + self.group * prefill_pairs) * self._row_s,
+            gemm = gemm + self.first_table(gemm_tokens)
+        attention = np.maximum(
+            (ctx_read + tokens) * self.kv_s,
+            (row_ctx + self.group * prefill_pairs) * self.row_s,
         )
-        sampler = rows * self._sampler_s
+        sampler = rows * self.sampler_s
         busy = tokens > 0  # a forward over no tokens costs nothing (no kernels launched)
         allreduce = (
-            busy * (self._allreduce_fixed_s + self._allreduce_token_s * tokens)
+            busy * (self.allreduce_fixed_s + self.allreduce_token_s * tokens)
             if self.tp > 1
             else 0.0
         )
         gpu = gemm + attention + sampler + allreduce
         gaps = self.kernels * hw.kernel_gap_s
-        eager = _max(gaps, self.kernels * hw.kernel_launch_s - gpu)
+        eager = np.maximum(gaps, self.kernels * hw.kernel_launch_s - gpu)
         kernels = busy * (eager + graph * (gaps - eager))
         zero = tokens * 0.0  # broadcast every term to the step's shape
         return ForwardTerms(
@@ -394,14 +415,15 @@ class ForwardCost:
         )
 
 
-class ForwardTerms(NamedTuple):
-    """Seconds of one forward, by mechanism (floats, or arrays of one element per step)."""
+class HostTerms(NamedTuple, Generic[_Seconds]):
+    """Host-side counts of one step, each multiplied by its coefficient (seconds per unit)."""
 
-    gemm: Num
-    attention: Num
-    sampler: Num
-    allreduce: Num
-    kernels: Num
+    step: _Seconds  # 1 per step
+    seq: _Seconds  # running sequences
+    token: _Seconds  # scheduled tokens
+    spec: _Seconds  # 1 per speculative step
+    draft: _Seconds  # draft forwards (n-gram: 1 per speculative step)
+    sync: _Seconds  # 1 per step of an arm that runs without async scheduling
 
 
 @dataclass(frozen=True)
@@ -425,6 +447,44 @@ class Coefficients:
         return {t: getattr(self, c) for c, ts in COEFFICIENTS.items() for t in ts}
 
 
+class StepComposition(TypedDict):
+    """What one step carries, or many (arrays of one element per step, or of any shapes that
+    broadcast): the keyword arguments of :meth:`StepCostModel.terms` and
+    :meth:`StepCostModel.step_time`. ``n_decode`` sequences (Σ context ``ctx_decode``) each
+    verify ``k`` drafts (k = 0: plain decode), beside ``prefill_tokens`` of chunked prefill
+    (Σ cached context ``prefill_ctx``, Σ query × context pairs ``prefill_pairs``; 0 by
+    default), with ``n_running`` sequences in the batch (default ``n_decode``)."""
+
+    k: npt.ArrayLike
+    n_decode: npt.ArrayLike
+    ctx_decode: npt.ArrayLike
+    prefill_tokens: NotRequired[npt.ArrayLike]
+    prefill_ctx: NotRequired[npt.ArrayLike]
+    prefill_pairs: NotRequired[npt.ArrayLike]
+    n_running: NotRequired[npt.ArrayLike | None]
+
+
+class _Steps(NamedTuple):
+    """One or many steps' composition as float64 arrays (broadcastable to ``zero``'s shape),
+    and what follows from it."""
+
+    k: FloatArray
+    n_decode: FloatArray
+    ctx_decode: FloatArray
+    prefill_tokens: FloatArray
+    prefill_ctx: FloatArray
+    prefill_pairs: FloatArray
+    n_running: FloatArray
+    zero: FloatArray  # zeros of the steps' shape
+    queries: FloatArray  # query tokens per decoding sequence: the last token and K drafts
+    tokens: FloatArray  # tokens the step schedules
+    padded: FloatArray  # tokens after CUDA-graph padding
+    graph: BoolArray  # the step fits a captured CUDA graph
+    pure_decode: BoolArray
+    spec: BoolArray  # the drafter runs
+    n_sampled: FloatArray  # rows sampled: one per decoding sequence and per prompt that ends
+
+
 @dataclass(frozen=True)
 class StepCostModel:
     """Time of one engine step (target verify or decode, plus drafting) for a deployment."""
@@ -444,22 +504,25 @@ class StepCostModel:
     sync_arms: tuple[bool, bool] = (False, False)
 
     @cached_property
-    def _capture(self) -> IntArray:
+    def capture(self) -> IntArray:
+        """CUDA-graph capture sizes, ascending."""
         return capture_sizes(self.cudagraph_max_tokens)
 
     @cached_property
-    def _capture_list(self) -> list[int]:
-        return [int(x) for x in self._capture]
-
-    @cached_property
-    def _weights(self) -> dict[str, float]:
-        return self.coefficients.term_weights()
+    def weights(self) -> tuple[float, ...]:
+        """The coefficient multiplying each term, in the order of :data:`TERMS`."""
+        by_term = self.coefficients.term_weights()
+        return tuple(by_term[t] for t in TERMS)
 
     @cached_property
     def memo(self) -> dict[tuple[object, ...], float]:
         """Figures derived from this model that callers compute again and again (the closed
         form's decode rate at a batch and workload): this model's, so never stale."""
         return {}
+
+    @cached_property
+    def _one_step(self) -> _OneStep:
+        return _OneStep(self)
 
     @classmethod
     def constant(
@@ -479,142 +542,175 @@ class StepCostModel:
     def with_coefficients(self, coefficients: Coefficients) -> StepCostModel:
         return replace(self, coefficients=coefficients)
 
-    def _pad(self, tokens: Num) -> tuple[Num, Any]:
+    def _pad(self, tokens: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Tokens after CUDA-graph padding, and whether the step fits a captured graph."""
-        cap = self._capture
-        if cap.size == 0:
+        capture = self.capture
+        if capture.size == 0:
             return tokens, tokens < 0
-        top = float(cap[-1])
-        if isinstance(tokens, float):
-            if tokens > top:
-                return tokens, False
-            return float(self._capture_list[bisect.bisect_left(self._capture_list, tokens)]), True
+        top = float(capture[-1])
         fits = tokens <= top
-        padded = cap[np.searchsorted(cap, np.minimum(tokens, top), side="left")]
+        padded = capture[np.searchsorted(capture, np.minimum(tokens, top), side="left")]
         return tokens + fits * (padded - tokens), fits
 
-    def terms(
-        self,
-        k: npt.ArrayLike,
-        n_decode: npt.ArrayLike,
-        ctx_decode: npt.ArrayLike,
-        prefill_tokens: npt.ArrayLike = 0.0,
-        prefill_ctx: npt.ArrayLike = 0.0,
-        prefill_pairs: npt.ArrayLike = 0.0,
-        n_running: npt.ArrayLike | None = None,
-    ) -> dict[str, Num]:
-        """Every named term of one step (seconds, before the coefficients): ``n_decode``
-        sequences (Σ context ``ctx_decode``) each verifying ``k`` drafts (k = 0: plain decode),
-        plus ``prefill_tokens`` of chunked prefill (Σ cached context ``prefill_ctx``, Σ query ×
-        context pairs ``prefill_pairs``)."""
-        running = n_decode if n_running is None else n_running
-        args = (k, n_decode, ctx_decode, prefill_tokens, prefill_ctx, prefill_pairs, running)
-        values: tuple[Num, ...]
-        if not any(isinstance(x, np.ndarray) for x in args):  # one step: Python floats
-            values = tuple(float(x) for x in args)  # type: ignore[arg-type]
-            zero: Num = 0.0
-        else:  # many steps: float64 arrays
-            values = tuple(np.asarray(x, dtype=np.float64) for x in args)
-            zero = np.zeros(np.broadcast(*values).shape)
-        k_, n_dec, ctx_dec, pre_tok, pre_ctx, pre_pairs, n_run = values
-        queries = k_ + 1.0  # query tokens per decoding sequence: the last token and K drafts
-        tokens = n_dec * queries + pre_tok
-        pure_decode = pre_tok == 0
-        # the drafter runs whenever the step schedules tokens (vLLM proposes after every step:
-        # for the decoding sequences and for a prompt whose last chunk ran, about one per step)
-        spec = (k_ > 0) & (tokens > 0)
-        n_sampled = n_dec + (pre_tok > 0)
-        out = dict.fromkeys(TERMS, zero)
-        padded, graph = self._pad(tokens)
-        ctx_read = ctx_dec + pre_ctx
-        if self.target is not None:
-            t = self.target
-            verify = t.terms(
-                tokens=tokens,
-                gemm_tokens=padded,
-                rows=n_dec * queries,
-                ctx_read=ctx_read,
-                row_ctx=t.query_rows(queries, pure_decode) * ctx_dec,
-                prefill_pairs=pre_pairs,
-                graph=graph,
-                first=False,
-            )
-            out.update(zip(_TARGET_TERMS, verify, strict=True))
-        if self.draft is not None and (spec if isinstance(spec, bool) else spec.any()):
-            d = self.draft
-            # the first forward over every scheduled token, then K − 1 over the decoding sequences
-            first = d.terms(
-                tokens=tokens,
-                gemm_tokens=padded,
-                rows=n_sampled,
-                ctx_read=ctx_read,
-                row_ctx=d.query_rows(queries, pure_decode) * ctx_dec,
-                prefill_pairs=pre_pairs,
-                graph=graph,
-                first=True,
-            )
-            later_padded, later_graph = self._pad(n_sampled)
-            later = d.terms(
-                tokens=n_sampled,
-                gemm_tokens=later_padded,
-                rows=n_sampled,
-                ctx_read=ctx_dec,
-                row_ctx=d.query_rows(1.0, True) * ctx_dec,
-                prefill_pairs=0.0,
-                graph=later_graph,
-                first=False,
-            )
-            rest = np.maximum(k_ - 1.0, 0.0)
-            for name, a, b in zip(_DRAFT_TERMS, first, later, strict=True):
-                out[name] = spec * (a + rest * b)
-        out["host_step"] = zero + 1.0
-        out["host_seq"] = zero + n_run
-        out["host_token"] = zero + tokens
-        out["host_spec"] = zero + spec
-        out["host_draft"] = spec * (1.0 if self.draft_host_per_step else k_)
-        off_sync, on_sync = self.sync_arms
-        if off_sync or on_sync:
-            out["host_sync"] = zero + np.where(k_ > 0, float(on_sync), float(off_sync))
-        return out
+    def terms(self, **composition: Unpack[StepComposition]) -> StepTerms:
+        """Every named term of one step or many (seconds, before the coefficients; arrays of
+        the composition's broadcast shape)."""
+        steps = self._steps(composition)
+        target = self._target_terms(steps)
+        draft = self._draft_terms(steps)
+        host = self._host_terms(steps)
+        return StepTerms(*target, *draft, *host)
 
-    def step_time(
-        self,
-        k: npt.ArrayLike,
-        n_decode: npt.ArrayLike,
-        ctx_decode: npt.ArrayLike,
-        prefill_tokens: npt.ArrayLike = 0.0,
-        prefill_ctx: npt.ArrayLike = 0.0,
-        prefill_pairs: npt.ArrayLike = 0.0,
-        n_running: npt.ArrayLike | None = None,
-    ) -> FloatArray:
-        """Seconds for one step: the terms weighted by the coefficients (see :meth:`terms`)."""
-        terms = self.terms(
-            k, n_decode, ctx_decode, prefill_tokens, prefill_ctx, prefill_pairs, n_running
+    def _steps(self, composition: StepComposition) -> _Steps:
+        """The composition as float64 arrays, and the counts every term reads."""
+        n_running = composition.get("n_running")
+        drafts, n_dec, ctx_dec, pre_tokens, pre_ctx, pre_pairs, running = (
+            np.asarray(x, dtype=np.float64)
+            for x in (
+                composition["k"],
+                composition["n_decode"],
+                composition["ctx_decode"],
+                composition.get("prefill_tokens", 0.0),
+                composition.get("prefill_ctx", 0.0),
+                composition.get("prefill_pairs", 0.0),
+                composition["n_decode"] if n_running is None else n_running,
+            )
         )
-        w = self._weights
-        total = sum((w[name] * value for name, value in terms.items() if w[name]), start=0.0)
+        queries = drafts + 1.0
+        tokens = n_dec * queries + pre_tokens
+        padded, graph = self._pad(tokens)
+        return _Steps(
+            k=drafts,
+            n_decode=n_dec,
+            ctx_decode=ctx_dec,
+            prefill_tokens=pre_tokens,
+            prefill_ctx=pre_ctx,
+            prefill_pairs=pre_pairs,
+            n_running=running,
+            zero=np.zeros(
+                np.broadcast(drafts, n_dec, ctx_dec, pre_tokens, pre_ctx, pre_pairs, running).shape
+            ),
+            queries=queries,
+            tokens=tokens,
+            padded=padded,
+            graph=graph,
+            pure_decode=pre_tokens == 0,
+            # the drafter runs whenever the step schedules tokens (vLLM proposes after every
+            # step: for the decoding sequences and for a prompt whose last chunk ran, about one
+            # per step)
+            spec=(drafts > 0) & (tokens > 0),
+            n_sampled=n_dec + (pre_tokens > 0),
+        )
+
+    def _target_terms(self, steps: _Steps) -> ForwardTerms[FloatArray]:
+        """The verify (or decode) pass over every scheduled token, with the prefill chunk."""
+        if self.target is None:
+            return ForwardTerms(*(steps.zero,) * 5)
+        return self.target.terms(
+            tokens=steps.tokens,
+            gemm_tokens=steps.padded,
+            rows=steps.n_decode * steps.queries,
+            ctx_read=steps.ctx_decode + steps.prefill_ctx,
+            row_ctx=self.target.query_rows(steps.queries, steps.pure_decode) * steps.ctx_decode,
+            prefill_pairs=steps.prefill_pairs,
+            graph=steps.graph,
+            first=False,
+        )
+
+    def _draft_terms(self, steps: _Steps) -> ForwardTerms[FloatArray]:
+        """The drafter's first forward over every scheduled token, then K − 1 over the
+        decoding sequences (zero in a step that does not speculate)."""
+        drafter = self.draft
+        if drafter is None or not steps.spec.any():
+            return ForwardTerms(*(steps.zero,) * 5)
+        first = drafter.terms(
+            tokens=steps.tokens,
+            gemm_tokens=steps.padded,
+            rows=steps.n_sampled,
+            ctx_read=steps.ctx_decode + steps.prefill_ctx,
+            row_ctx=drafter.query_rows(steps.queries, steps.pure_decode) * steps.ctx_decode,
+            prefill_pairs=steps.prefill_pairs,
+            graph=steps.graph,
+            first=True,
+        )
+        later_padded, later_graph = self._pad(steps.n_sampled)
+        later = drafter.terms(
+            tokens=steps.n_sampled,
+            gemm_tokens=later_padded,
+            rows=steps.n_sampled,
+            ctx_read=steps.ctx_decode,
+            row_ctx=drafter.decode_query_rows * steps.ctx_decode,
+            prefill_pairs=0.0,
+            graph=later_graph,
+            first=False,
+        )
+        rest = np.maximum(steps.k - 1.0, 0.0)
+        return ForwardTerms(
+            *(steps.spec * (a + rest * b) for a, b in zip(first, later, strict=True))
+        )
+
+    def _host_terms(self, steps: _Steps) -> HostTerms[FloatArray]:
+        zero, spec = steps.zero, steps.spec
+        off_sync, on_sync = self.sync_arms
+        return HostTerms(
+            step=zero + 1.0,
+            seq=zero + steps.n_running,
+            token=zero + steps.tokens,
+            spec=zero + spec,
+            draft=cast(FloatArray, spec * (1.0 if self.draft_host_per_step else steps.k)),
+            sync=(
+                zero + np.where(steps.k > 0, float(on_sync), float(off_sync))
+                if off_sync or on_sync
+                else zero
+            ),
+        )
+
+    def step_time(self, **composition: Unpack[StepComposition]) -> FloatArray:
+        """Seconds of one step or many: the terms weighted by the coefficients (see
+        :meth:`terms`; :meth:`step_seconds` prices one step in Python floats)."""
+        terms = self.terms(**composition)
+        total = sum((w * t for w, t in zip(self.weights, terms, strict=True) if w), start=0.0)
         return np.asarray(total, dtype=np.float64)
+
+    def step_seconds(
+        self,
+        *,
+        k: float,
+        n_decode: float,
+        ctx_decode: float,
+        prefill_tokens: float = 0.0,
+        prefill_ctx: float = 0.0,
+        prefill_pairs: float = 0.0,
+        n_running: float | None = None,
+    ) -> float:
+        """Seconds of one step, the same as :meth:`step_time` to the bit, in Python floats: the
+        step engine and the twin price one step at a time (see :class:`_OneStep`)."""
+        return self._one_step(
+            float(k), float(n_decode), float(ctx_decode), float(prefill_tokens),
+            float(prefill_ctx), float(prefill_pairs),
+            float(n_decode if n_running is None else n_running),
+        )  # fmt: skip
 
     # ---- cost ratios at steady state (batch b, mean context s) --------------------------------
     def decode_time(self, batch: npt.ArrayLike, mean_context: npt.ArrayLike) -> FloatArray:
         b = np.asarray(batch, dtype=np.float64)
-        return self.step_time(0, b, b * np.asarray(mean_context))
+        return self.step_time(k=0, n_decode=b, ctx_decode=b * np.asarray(mean_context))
 
     def spec_step_time(
         self, batch: npt.ArrayLike, k: npt.ArrayLike, mean_context: npt.ArrayLike
     ) -> FloatArray:
         b = np.asarray(batch, dtype=np.float64)
-        return self.step_time(k, b, b * np.asarray(mean_context))
+        return self.step_time(k=k, n_decode=b, ctx_decode=b * np.asarray(mean_context))
 
     def step_parts(
         self, batch: npt.ArrayLike, k: npt.ArrayLike, mean_context: npt.ArrayLike
     ) -> tuple[FloatArray, FloatArray]:
         """(verify pass with host costs, drafting) seconds of a steady speculative step."""
         b = np.asarray(batch, dtype=np.float64)
-        terms = self.terms(k, b, b * np.asarray(mean_context))
-        w = self._weights
-        verify = sum((w[n] * v for n, v in terms.items() if n not in _DRAFTING), start=0.0)
-        draft = sum((w[n] * terms[n] for n in _DRAFTING), start=0.0)
+        terms = self.terms(k=k, n_decode=b, ctx_decode=b * np.asarray(mean_context))
+        weighted = [(name, w * t) for name, w, t in zip(TERMS, self.weights, terms, strict=True)]
+        verify = sum((x for name, x in weighted if name not in _DRAFTING), start=0.0)
+        draft = sum((x for name, x in weighted if name in _DRAFTING), start=0.0)
         return np.asarray(verify, dtype=np.float64), np.asarray(draft, dtype=np.float64)
 
     def verify_cost_ratio(
@@ -631,13 +727,127 @@ class StepCostModel:
         """c(B, K): the drafting of a K-draft step ÷ K ÷ a plain decode step, so that one step
         costs K·c + v decode steps (Leviathan's Thm 3.8 with the emergent costs)."""
         _, draft = self.step_parts(batch, k, mean_context)
-        kk = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
-        return np.asarray(draft / kk / self.decode_time(batch, mean_context))
+        drafts = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
+        return np.asarray(draft / drafts / self.decode_time(batch, mean_context))
 
 
-_DRAFTING: Final = (*COEFFICIENTS["draft_time_scale"], "host_draft")
-_TARGET_TERMS: Final = COEFFICIENTS["target_time_scale"]
-_DRAFT_TERMS: Final = COEFFICIENTS["draft_time_scale"]
+_DRAFTING: Final = frozenset((*COEFFICIENTS["draft_time_scale"], "host_draft"))
+
+
+# ---------------------------------------------------------------- one step in Python floats
+class _OneStep:
+    """:meth:`StepCostModel.step_time` of one step, in Python floats.
+
+    The step engine (:mod:`alphagate.sim.engine`), the twin and the reference simulator price
+    one step at a time, where numpy's per-call overhead on 0-d arrays dominates: measured, one
+    step cost 7–9× more through the array path, and the step engine on the 1,000-request
+    subset of ``benchmarks/bench_simulate.py`` ran twice as long (2.0–2.1×) with it. Every
+    expression below follows the array path's term by term in the same order, so the two agree
+    to the bit (``tests/sim/test_cost_terms.py`` checks it on every kind of deployment)."""
+
+    def __init__(self, model: StepCostModel) -> None:
+        self.model = model
+        self.capture = [int(x) for x in model.capture]
+
+    def _lookup(self, table: _Table, m: float) -> float:
+        if table.empty:
+            return 0.0
+        if 0.0 <= m < table.top:
+            seconds = table.values
+            i = int(m)
+            y0 = seconds[i]
+            return y0 + (m - i) * (seconds[i + 1] - y0)
+        return float(table(np.asarray(m)))
+
+    def _pad(self, tokens: float) -> tuple[float, bool]:
+        if not self.capture:
+            return tokens, False
+        if tokens > self.capture[-1]:
+            return tokens, False
+        return float(self.capture[bisect.bisect_left(self.capture, tokens)]), True
+
+    @staticmethod
+    def _query_rows(fwd: ForwardCost, queries: float, pure_decode: bool) -> float:
+        tile, group = float(fwd.hw.attention_tile_m), float(fwd.group)
+        packed = float(math.ceil(group * queries / tile)) * tile
+        if fwd.hw.attention_packs_gqa:
+            return packed
+        apart = group * float(math.ceil(queries / tile)) * tile
+        use_packed = (queries == 1) & pure_decode
+        return apart + use_packed * (packed - apart)
+
+    def _forward(
+        self, fwd: ForwardCost, *, tokens: float, gemm_tokens: float, rows: float,
+        ctx_read: float, row_ctx: float, prefill_pairs: float, graph: bool, first: bool,
+    ) -> ForwardTerms[float]:  # fmt: skip
+        hw = fwd.hw
+        gemm = self._lookup(fwd.gemm_table, gemm_tokens) + self._lookup(fwd.head_table, rows)
+        if first:
+            gemm = gemm + self._lookup(fwd.first_table, gemm_tokens)
+        attention = max(
+            (ctx_read + tokens) * fwd.kv_s, (row_ctx + fwd.group * prefill_pairs) * fwd.row_s
+        )
+        sampler = rows * fwd.sampler_s
+        busy = tokens > 0
+        allreduce = (
+            busy * (fwd.allreduce_fixed_s + fwd.allreduce_token_s * tokens) if fwd.tp > 1 else 0.0
+        )
+        gpu = gemm + attention + sampler + allreduce
+        gaps = fwd.kernels * hw.kernel_gap_s
+        eager = max(gaps, fwd.kernels * hw.kernel_launch_s - gpu)
+        kernels = busy * (eager + graph * (gaps - eager))
+        return ForwardTerms(gemm, attention, sampler, allreduce, kernels)
+
+    def __call__(
+        self, k: float, n_decode: float, ctx_decode: float, prefill_tokens: float,
+        prefill_ctx: float, prefill_pairs: float, n_running: float,
+    ) -> float:  # fmt: skip
+        model = self.model
+        queries = k + 1.0
+        tokens = n_decode * queries + prefill_tokens
+        pure_decode = prefill_tokens == 0
+        spec = (k > 0) & (tokens > 0)
+        n_sampled = n_decode + (prefill_tokens > 0)
+        padded, graph = self._pad(tokens)
+        zero = ForwardTerms(0.0, 0.0, 0.0, 0.0, 0.0)
+        target = zero
+        if model.target is not None:
+            target = self._forward(
+                model.target, tokens=tokens, gemm_tokens=padded, rows=n_decode * queries,
+                ctx_read=ctx_decode + prefill_ctx,
+                row_ctx=self._query_rows(model.target, queries, pure_decode) * ctx_decode,
+                prefill_pairs=prefill_pairs, graph=graph, first=False,
+            )  # fmt: skip
+        draft = zero
+        if model.draft is not None and spec:
+            drafter = model.draft
+            first = self._forward(
+                drafter, tokens=tokens, gemm_tokens=padded, rows=n_sampled,
+                ctx_read=ctx_decode + prefill_ctx,
+                row_ctx=self._query_rows(drafter, queries, pure_decode) * ctx_decode,
+                prefill_pairs=prefill_pairs, graph=graph, first=True,
+            )  # fmt: skip
+            later_padded, later_graph = self._pad(n_sampled)
+            later = self._forward(
+                drafter, tokens=n_sampled, gemm_tokens=later_padded, rows=n_sampled,
+                ctx_read=ctx_decode, row_ctx=drafter.decode_query_rows * ctx_decode,
+                prefill_pairs=0.0, graph=later_graph, first=False,
+            )  # fmt: skip
+            rest = max(k - 1.0, 0.0)
+            draft = ForwardTerms(
+                *(spec * (a + rest * b) for a, b in zip(first, later, strict=True))
+            )
+        off_sync, on_sync = model.sync_arms
+        host = HostTerms(
+            step=1.0, seq=n_running, token=tokens, spec=float(spec),
+            draft=spec * (1.0 if model.draft_host_per_step else k),
+            sync=float(on_sync if k > 0 else off_sync),
+        )  # fmt: skip
+        total = 0.0
+        for w, t in zip(model.weights, (*target, *draft, *host), strict=True):
+            if w:
+                total += w * t
+        return total
 
 
 # ---------------------------------------------------------------- building a model
@@ -657,13 +867,13 @@ def _layer_gemms(
 
 
 def _forward(
+    *,
     name: str,
     shape: TransformerShape,
     hw: Hardware,
     tp: int,
     bytes_per_weight: float,
     kv_bytes_per_token: float,
-    *,
     layers: list[tuple[float, float, float]],
     n_layers: int,
     first: list[tuple[float, float, float]],
@@ -694,42 +904,48 @@ def _forward(
 def _drafter(resolved: ResolvedDeployment, hw: Hardware, table: int) -> ForwardCost | None:
     """The drafter's forward: an EAGLE-3 / EAGLE / MTP head on the target's shape, or a draft
     model on its own; each on the drafter's own TP."""
-    d, fp = resolved.config.drafter, resolved.draft_footprint
-    if isinstance(d, NgramDrafter) or fp is None:
+    drafter, footprint = resolved.config.drafter, resolved.draft_footprint
+    if isinstance(drafter, NgramDrafter) or footprint is None:
         return None
     tp = resolved.draft_tp
-    bpw = BYTES_PER_PARAM[resolved.config.weight_dtype]
+    forward = partial(
+        _forward,
+        name=footprint.name,
+        hw=hw,
+        tp=tp,
+        bytes_per_weight=BYTES_PER_PARAM[resolved.config.weight_dtype],
+        kv_bytes_per_token=footprint.kv_bytes_per_token,
+        sampler_passes=DRAFT_SAMPLER_PASSES,
+        table_tokens=table,
+    )
     target = resolved.target
-    h = target.hidden_size
-    if isinstance(d, DraftModelDrafter):
+    hidden = target.hidden_size
+    if isinstance(drafter, DraftModelDrafter):
         shape = resolved.draft_shape or target
-        layers = _layer_gemms(shape, tp)
-        return _forward(
-            fp.name, shape, hw, tp, bpw, fp.kv_bytes_per_token, layers=layers,
+        return forward(
+            shape=shape, layers=_layer_gemms(shape, tp),
             n_layers=shape.num_hidden_layers, first=[], vocab=shape.vocab_size,
-            sampler_passes=DRAFT_SAMPLER_PASSES, table_tokens=table,
         )  # fmt: skip
-    one = target.model_copy(update={"num_hidden_layers": 1})
+    one_layer = target.model_copy(update={"num_hidden_layers": 1})
     first: list[tuple[float, float, float]] = []
-    if isinstance(d, Eagle3Drafter):
+    if isinstance(drafter, Eagle3Drafter):
         # fc fuses three target hidden states (3h → h) once per step; q/k/v read [embed ; hidden]
-        layers = _layer_gemms(one, tp, attn_in=2 * h)
-        first = [(float(h), 3.0 * h, 1.0)]
-        vocab = d.draft_vocab_size
+        layers = _layer_gemms(one_layer, tp, attn_in=2 * hidden)
+        first = [(float(hidden), 3.0 * hidden, 1.0)]
+        vocab = drafter.draft_vocab_size
     else:  # EAGLE-1 and MTP: fc (2h → h) every forward, the target's full LM head
-        layers = [(h, 2 * h, 1), *_layer_gemms(one, tp)]
+        layers = [(hidden, 2 * hidden, 1), *_layer_gemms(one_layer, tp)]
         vocab = target.vocab_size
-    return _forward(
-        fp.name, one, hw, tp, bpw, fp.kv_bytes_per_token, layers=layers, n_layers=1,
-        first=first, vocab=vocab, sampler_passes=DRAFT_SAMPLER_PASSES, table_tokens=table,
-    )  # fmt: skip
+    return forward(shape=one_layer, layers=layers, n_layers=1, first=first, vocab=vocab)
 
 
 def coefficients_of(resolved: ResolvedDeployment) -> Coefficients:
     """The coefficients a deployment config sets (its overheads and time scales)."""
     cfg = resolved.config
-    d = cfg.drafter
-    per_draft = d.cpu_cost_ms if isinstance(d, NgramDrafter) else d.forward_overhead_ms
+    drafter = cfg.drafter
+    per_draft = (
+        drafter.cpu_cost_ms if isinstance(drafter, NgramDrafter) else drafter.forward_overhead_ms
+    )
     return Coefficients(
         target_time_scale=cfg.target_time_scale,
         draft_time_scale=cfg.draft_time_scale,
@@ -751,12 +967,12 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
     # tokens one step can carry: the prefill budget plus every sequence's verify tokens at K = 8
     table = int(min(cfg.max_num_batched_tokens + 9 * cfg.max_num_seqs, 65_536))
     target_cost = _forward(
-        target.name,
-        target,
-        hw,
-        tp,
-        BYTES_PER_PARAM[cfg.weight_dtype],
-        resolved.target_footprint.kv_bytes_per_token,
+        name=target.name,
+        shape=target,
+        hw=hw,
+        tp=tp,
+        bytes_per_weight=BYTES_PER_PARAM[cfg.weight_dtype],
+        kv_bytes_per_token=resolved.target_footprint.kv_bytes_per_token,
         layers=_layer_gemms(target, tp),
         n_layers=target.num_hidden_layers,
         first=[],

@@ -188,8 +188,15 @@ class _Server:
         p_tok = int(alloc.sum())
         p_ctx = int(self.ctx[has].sum())
         p_pairs = float((alloc * (self.ctx + 0.5 * alloc)).sum())
-        ctx_dec = int(self.ctx[dec].sum())
-        return float(self.cost.step_time(k, int(dec.sum()), ctx_dec, p_tok, p_ctx, p_pairs, n_run))
+        return self.cost.step_seconds(
+            k=k,
+            n_decode=int(dec.sum()),
+            ctx_decode=int(self.ctx[dec].sum()),
+            prefill_tokens=p_tok,
+            prefill_ctx=p_ctx,
+            prefill_pairs=p_pairs,
+            n_running=n_run,
+        )
 
     # 5. emit, then retire finished requests -----------------------------------------------------
     def emit(self, dec: BoolArray, emit: IntArray, alloc: IntArray) -> int:

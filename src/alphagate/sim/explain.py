@@ -174,8 +174,8 @@ def explain_cost(
     b = np.asarray(batches, dtype=np.float64)[:, None]  # [B, 1]
     k = np.asarray(ks, dtype=np.float64)[None, :]  # [1, K]
     w = cost.coefficients.term_weights()
-    spec = cost.terms(k, b, b * mean_context)  # each [B, K]
-    base = cost.terms(0.0, b, b * mean_context)  # each [B, 1]
+    spec = cost.terms(k=k, n_decode=b, ctx_decode=b * mean_context)._asdict()  # each [B, K]
+    base = cost.terms(k=0.0, n_decode=b, ctx_decode=b * mean_context)._asdict()  # each [B, 1]
     decode = sum((w[t] * base[t] for t in TERMS), start=np.zeros_like(b))
     rows = []
     for t in TERMS:

@@ -80,13 +80,18 @@ def model_speedup(
     e_cls = np.asarray([float(expected_tokens_per_pass_by_pos(c.conditional(k))) for c in classes])
     e = 1.0 / float((shares / shares.sum() / e_cls).sum())
 
-    def tokens_per_s(kk: int, tokens_per_seq: float) -> float:
-        n = min(batch, float(decode_capacity(cost.max_num_batched_tokens, kk, cost.draft_slots)))
+    def tokens_per_s(drafts: int, tokens_per_seq: float) -> float:
+        n = min(
+            batch, float(decode_capacity(cost.max_num_batched_tokens, drafts, cost.draft_slots))
+        )
         # requests finishing (and so prefilling) per step ~ Poisson(n · E / L̄_out); the step
         # time is convex in the tokens it carries, so average over the count, not the mean count
         j, pmf = _poisson_pmf(n * tokens_per_seq / l_out)
         pre = j * l_in
-        t = cost.step_time(kk, n, n * ctx, pre, 0.0, pre * 0.5 * l_in, batch)
+        t = cost.step_time(
+            k=drafts, n_decode=n, ctx_decode=n * ctx, prefill_tokens=pre, prefill_ctx=0.0,
+            prefill_pairs=pre * 0.5 * l_in, n_running=batch,
+        )  # fmt: skip
         return n * tokens_per_seq / float((pmf * t).sum() / pmf.sum())
 
     key = ("decode tokens/s", batch, l_in, l_out, ctx)

@@ -9,14 +9,14 @@ chunk gap ÷ tokens in the chunk, one sample per token) are reported; TPOT = (E2
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from alphagate.core.records import Frozen
-from alphagate.sim.engine import RunTrace
+from alphagate.sim.engine import RunTrace, Scenario
 from alphagate.sim.workload import ClosedLoop
 from alphagate.theory.acceptance import conditional_from_unconditional
 
@@ -152,76 +152,105 @@ def _steady_window(trace: RunTrace) -> npt.NDArray[np.bool_]:
     return np.ones(trace.n_steps, dtype=bool)
 
 
+class _ItlSamples(NamedTuple):
+    """A trace's inter-token latency samples: each step's gap once per chunk it streamed, and
+    the gap ÷ the tokens of a chunk once per token."""
+
+    chunks: FloatArray  # [n_steps] chunks each step streamed
+    token_gap_s: FloatArray  # [n_steps · (k_max + 1)] gap ÷ j for a j-token chunk
+    tokens: FloatArray  # [n_steps · (k_max + 1)] the weight of each: j · chunks of j tokens
+
+
+def _itl_samples(trace: RunTrace) -> _ItlSamples:
+    hist = trace.step_chunk_hist  # [n_steps, k_max + 2]
+    j = np.arange(hist.shape[1], dtype=np.float64)
+    return _ItlSamples(
+        chunks=hist[:, 1:].sum(1),
+        token_gap_s=(trace.step_dt_s[:, None] / np.maximum(j[None, 1:], 1.0)).ravel(),
+        tokens=(hist[:, 1:] * j[None, 1:]).ravel(),
+    )
+
+
+def _steady_throughput(trace: RunTrace) -> float:
+    """Output tokens per second inside the steady window (:func:`_steady_window`)."""
+    window = _steady_window(trace)
+    window_time = float(trace.step_dt_s[window].sum())
+    return float(trace.step_tokens[window].sum() / window_time) if window_time > 0 else 0.0
+
+
+class _Acceptance(NamedTuple):
+    """Realised acceptance in vLLM's counter semantics (all None without drafts)."""
+
+    draft_acceptance_rate: float | None = None  # ρ
+    mean_acceptance_length: float | None = None  # τ
+    per_position_acceptance: list[float] | None = None
+    num_accepted_per_pos: list[int] | None = None
+    implied_alpha_by_pos: list[float | None] | None = None
+
+
+def _acceptance(trace: RunTrace) -> _Acceptance:
+    if trace.num_drafts <= 0 or trace.num_draft_tokens <= 0:
+        return _Acceptance()
+    rates = trace.accepted_per_pos / trace.num_drafts
+    return _Acceptance(
+        draft_acceptance_rate=trace.num_accepted_tokens / trace.num_draft_tokens,
+        mean_acceptance_length=1.0 + trace.num_accepted_tokens / trace.num_drafts,
+        per_position_acceptance=[float(x) for x in rates],
+        num_accepted_per_pos=[int(x) for x in trace.accepted_per_pos],
+        implied_alpha_by_pos=[
+            None if np.isnan(x) else float(x) for x in conditional_from_unconditional(rates)
+        ],
+    )
+
+
+def _load(sc: Scenario) -> str:
+    if isinstance(sc.arrivals, ClosedLoop):
+        return f"closed loop, {sc.arrivals.users} users"
+    return f"open loop, {sc.arrivals.rate:g} req/s (burstiness {sc.arrivals.burstiness:g})"
+
+
 def summarize(trace: RunTrace) -> SimSummary:
     """Reduce a :class:`RunTrace` to throughput, latency distributions and realised acceptance."""
     sc = trace.scenario
     out_len = sc.requests.output_len
     done = np.isfinite(trace.finish_s)
-    ttft = trace.first_token_s - trace.arrival_s
-    e2e = trace.finish_s - trace.arrival_s
     multi = done & (out_len > 1)
     tpot = np.where(
         multi, (trace.finish_s - trace.first_token_s) / np.maximum(out_len - 1, 1), np.nan
     )
-
-    hist = trace.step_chunk_hist  # [n_steps, k_max + 2]
-    j = np.arange(hist.shape[1], dtype=np.float64)
-    dt = trace.step_dt_s
-    chunk_w = hist[:, 1:].sum(1)
-    # per token: value dt / j, one sample per token (weight j · count)
-    tok_vals = (dt[:, None] / np.maximum(j[None, 1:], 1.0)).ravel()
-    tok_w = (hist[:, 1:] * j[None, 1:]).ravel()
-
-    window = _steady_window(trace)
-    window_time = float(dt[window].sum())
-    tokens_total = int(out_len[done].sum())
     duration = float(np.nanmax(trace.finish_s) - np.nanmin(trace.arrival_s)) if done.any() else 0.0
-    tput = float(trace.step_tokens[window].sum() / window_time) if window_time > 0 else 0.0
-
-    rho = tau = None
-    per_pos: list[float] | None = None
-    counts: list[int] | None = None
-    implied: list[float | None] | None = None
-    if trace.num_drafts > 0 and trace.num_draft_tokens > 0:
-        rho = trace.num_accepted_tokens / trace.num_draft_tokens
-        tau = 1.0 + trace.num_accepted_tokens / trace.num_drafts
-        rates = trace.accepted_per_pos / trace.num_drafts
-        per_pos = [float(x) for x in rates]
-        counts = [int(x) for x in trace.accepted_per_pos]
-        implied = [None if np.isnan(x) else float(x) for x in conditional_from_unconditional(rates)]
-
-    load = (
-        f"closed loop, {sc.arrivals.users} users"
-        if isinstance(sc.arrivals, ClosedLoop)
-        else f"open loop, {sc.arrivals.rate:g} req/s (burstiness {sc.arrivals.burstiness:g})"
-    )
+    dt = trace.step_dt_s
+    itl = _itl_samples(trace)
+    acceptance = _acceptance(trace)
     return SimSummary(
         label=sc.label,
         k=sc.k,
-        load=load,
+        load=_load(sc),
         completed=int(done.sum()),
         duration_s=duration,
-        output_tokens=tokens_total,
-        output_tokens_per_s=tput,
+        output_tokens=int(out_len[done].sum()),
+        output_tokens_per_s=_steady_throughput(trace),
         request_throughput=float(done.sum() / duration) if duration > 0 else 0.0,
         mean_batch=float((trace.step_n_running * dt).sum() / dt.sum()) if dt.sum() > 0 else 0.0,
-        mean_tokens_per_chunk=float(tok_w.sum() / chunk_w.sum()) if chunk_w.sum() > 0 else None,
-        ttft_ms=Distribution.of(ttft[done]),
-        e2e_ms=Distribution.of(e2e[done]),
+        mean_tokens_per_chunk=(
+            float(itl.tokens.sum() / itl.chunks.sum()) if itl.chunks.sum() > 0 else None
+        ),
+        ttft_ms=Distribution.of((trace.first_token_s - trace.arrival_s)[done]),
+        e2e_ms=Distribution.of((trace.finish_s - trace.arrival_s)[done]),
         tpot_ms=Distribution.of(tpot[multi]),
-        itl_per_chunk_ms=Distribution.of(dt, chunk_w),
-        itl_per_token_ms=Distribution.of(tok_vals, tok_w),
+        itl_per_chunk_ms=Distribution.of(dt, itl.chunks),
+        itl_per_token_ms=Distribution.of(itl.token_gap_s, itl.tokens),
         step_ms=Distribution.of(dt),
         num_drafts=trace.num_drafts,
         num_draft_tokens=trace.num_draft_tokens,
         num_accepted_tokens=trace.num_accepted_tokens,
-        num_accepted_per_pos=counts,
-        draft_acceptance_rate=rho,
-        mean_acceptance_length=tau,
-        per_position_acceptance=per_pos,
-        implied_alpha_by_pos=implied,
+        num_accepted_per_pos=acceptance.num_accepted_per_pos,
+        draft_acceptance_rate=acceptance.draft_acceptance_rate,
+        mean_acceptance_length=acceptance.mean_acceptance_length,
+        per_position_acceptance=acceptance.per_position_acceptance,
+        implied_alpha_by_pos=acceptance.implied_alpha_by_pos,
         itl_per_token_cdf_ms=[
-            float(x) * 1e3 for x in weighted_quantiles(tok_vals, tok_w, CDF_LEVELS)
+            float(x) * 1e3 for x in weighted_quantiles(itl.token_gap_s, itl.tokens, CDF_LEVELS)
         ],
     )
 

@@ -99,5 +99,5 @@ def sample_requests(
 
 def unconditional_table(classes: tuple[TrafficClass, ...], k: int) -> FloatArray:
     """``[n_classes, max(k, 1)]`` table of P(≥ j drafts accepted), j = 1..k, for the kernels."""
-    kk = max(k, 1)
-    return np.stack([c.unconditional(kk) for c in classes])
+    positions = max(k, 1)
+    return np.stack([c.unconditional(positions) for c in classes])

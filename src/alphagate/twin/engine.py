@@ -294,16 +294,14 @@ class TwinEngine:
             cls = np.fromiter((r.class_idx for r in decoding), dtype=np.int64, count=n)
             self._accepted = accepted_drafts(u, self._thr[:, :k], cls)
         ctx = float(sum(r.prompt_tokens + r.generated - 1 for r in decoding))
-        return float(
-            self.cost.step_time(
-                k,
-                n,
-                ctx,
-                take.sum(),
-                done_before.sum(),
-                (take * (done_before + 0.5 * take)).sum(),
-                len(run),
-            )
+        return self.cost.step_seconds(
+            k=k,
+            n_decode=n,
+            ctx_decode=ctx,
+            prefill_tokens=float(take.sum()),
+            prefill_ctx=float(done_before.sum()),
+            prefill_pairs=float((take * (done_before + 0.5 * take)).sum()),
+            n_running=len(run),
         )
 
     def _step_emit(self, now: float, dt: float) -> None:

@@ -15,71 +15,74 @@ __all__ = ["TwinMetrics"]
 
 
 class TwinMetrics:
+    """The twin's registry and the counter and gauge children its engine updates."""
+
     def __init__(self, config: TwinConfig) -> None:
         self.registry = CollectorRegistry()
-        labels = {"model_name": config.served_model_name, "engine": str(config.engine_index)}
-        names = list(labels)
-
-        def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Counter:
-            return Counter(name, doc, labelnames=[*names, *extra], registry=self.registry)
-
-        self.prompt_tokens = counter(
+        self._labels = {"model_name": config.served_model_name, "engine": str(config.engine_index)}
+        self.prompt_tokens = self._counter(
             "vllm:prompt_tokens", "Number of prefill tokens processed."
-        ).labels(**labels)
-        self.generation_tokens = counter(
+        )
+        self.generation_tokens = self._counter(
             "vllm:generation_tokens", "Number of generation tokens processed."
-        ).labels(**labels)
-        self._success = counter(
+        )
+        self._success = Counter(
             "vllm:request_success",
             "Count of successfully processed requests.",
-            ("finished_reason",),
+            labelnames=[*self._labels, "finished_reason"],
+            registry=self.registry,
         )
-        self._labels = labels
-        self.running = Gauge(
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            names,
-            registry=self.registry,
-        ).labels(**labels)
-        self.waiting = Gauge(
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            names,
-            registry=self.registry,
-        ).labels(**labels)
+        self.running = self._gauge(
+            "vllm:num_requests_running", "Number of requests in model execution batches."
+        )
+        self.waiting = self._gauge(
+            "vllm:num_requests_waiting", "Number of requests waiting to be processed."
+        )
         # the twin's own clock (not vLLM's): how far each step ended after its modelled time,
         # and how often it fell so far behind that it gave the time up — what bench's A/B
         # validity check reads (alphagate.bench.validity)
-        self.twin_steps = counter("alphagate:twin_steps", "Engine steps the twin ran.").labels(
-            **labels
-        )
-        self.twin_lag = counter(
+        self.twin_steps = self._counter("alphagate:twin_steps", "Engine steps the twin ran.")
+        self.twin_lag = self._counter(
             "alphagate:twin_step_lag_seconds",
             "Sum over steps of how late each ended after its modelled time.",
-        ).labels(**labels)
-        self.twin_resyncs = counter(
+        )
+        self.twin_resyncs = self._counter(
             "alphagate:twin_resyncs",
             "Times the twin fell more than 50 ms behind its modelled clock and restarted it.",
-        ).labels(**labels)
+        )
         self.speculative = config.k > 0
         if self.speculative:
-            self.num_drafts = counter(
-                "vllm:spec_decode_num_drafts", "Number of spec decoding drafts."
-            ).labels(**labels)
-            self.num_draft_tokens = counter(
-                "vllm:spec_decode_num_draft_tokens", "Number of draft tokens."
-            ).labels(**labels)
-            self.num_accepted_tokens = counter(
-                "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens."
-            ).labels(**labels)
-            per_pos = counter(
-                "vllm:spec_decode_num_accepted_tokens_per_pos",
-                "Accepted tokens per draft position.",
-                ("position",),
-            )
-            self.accepted_per_pos = [
-                per_pos.labels(**labels, position=str(i)) for i in range(config.k)
-            ]
+            self._spec_decode_counters(config.k)
+
+    def _counter(self, name: str, doc: str) -> Counter:
+        """A counter of this engine's labels (its one child)."""
+        parent = Counter(name, doc, labelnames=list(self._labels), registry=self.registry)
+        child: Counter = parent.labels(**self._labels)
+        return child
+
+    def _gauge(self, name: str, doc: str) -> Gauge:
+        parent = Gauge(name, doc, labelnames=list(self._labels), registry=self.registry)
+        child: Gauge = parent.labels(**self._labels)
+        return child
+
+    def _spec_decode_counters(self, k: int) -> None:
+        """vLLM's ``SpecDecodingProm`` counters, registered only when speculation is on."""
+        self.num_drafts = self._counter(
+            "vllm:spec_decode_num_drafts", "Number of spec decoding drafts."
+        )
+        self.num_draft_tokens = self._counter(
+            "vllm:spec_decode_num_draft_tokens", "Number of draft tokens."
+        )
+        self.num_accepted_tokens = self._counter(
+            "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens."
+        )
+        per_pos = Counter(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            labelnames=[*self._labels, "position"],
+            registry=self.registry,
+        )
+        self.accepted_per_pos = [per_pos.labels(**self._labels, position=str(i)) for i in range(k)]
 
     def success(self, finished_reason: str) -> Counter:
         """The request-success counter child for one finish reason."""

@@ -17,6 +17,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from alphagate.sim.cost import build_cost_model
 from alphagate.specs import resolve_deployment
 from alphagate.twin.config import TwinConfig
-from alphagate.twin.engine import TwinEngine, TwinRequest
+from alphagate.twin.engine import Chunk, TwinEngine, TwinRequest
 from alphagate.twin.statslog import log_forever
 
 __all__ = ["CONFIG_KEY", "ENGINE_KEY", "create_app", "serve"]
@@ -214,160 +215,171 @@ async def _handle(request: web.Request, kind: Literal["completion", "chat"]) -> 
     n_out, hit_limit = engine.output_length(max_tokens, body.ignore_eos, rng)
     n_out = min(n_out, cfg.max_model_len - prompt_tokens)
     req = engine.submit(prompt_tokens, n_out, hit_limit, cls, rng)
-    rid = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
-    created = int(time.time())
+    reply = _Reply(
+        cfg=cfg,
+        engine=engine,
+        req=req,
+        kind=kind,
+        rid=("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24],
+        created=int(time.time()),
+        prompt_tokens=prompt_tokens,
+    )
     if body.stream:
-        return await _stream(request, engine, req, body, kind, rid, created, prompt_tokens)
-    return await _whole(cfg, engine, req, kind, rid, created, prompt_tokens, cfg.served_model_name)
+        return await _stream(request, reply, body.stream_options or StreamOptions())
+    return await _whole(reply)
 
 
-def _usage(prompt: int, completion: int) -> dict[str, int]:
+@dataclass(frozen=True)
+class _Reply:
+    """One request's reply: what its chunks, or its whole response, carry."""
+
+    cfg: TwinConfig
+    engine: TwinEngine
+    req: TwinRequest
+    kind: Literal["completion", "chat"]
+    rid: str
+    created: int
+    prompt_tokens: int
+
+    def envelope(self, obj: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        """The fields every OpenAI response object starts with."""
+        return {
+            "id": self.rid,
+            "object": obj,
+            "created": self.created,
+            "model": self.cfg.served_model_name,
+            "choices": choices,
+        }
+
+    def usage(self, completion_tokens: int) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": self.prompt_tokens + completion_tokens,
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        """vLLM's per-request ``metrics`` object (``PerRequestMetrics``): timing with
+        --enable-per-request-metrics, ``speculative_decoding`` with
+        --per-request-spec-decode-metrics (speculation on)."""
+        out: dict[str, Any] = {}
+        if self.cfg.enable_per_request_metrics:
+            timing = self.req.timing_metrics(self.cfg.time_scale)
+            out.update({k: v for k, v in timing.items() if v is not None})
+        if self.req.histogram:
+            out["speculative_decoding"] = self.req.spec_decode_metrics(self.engine.k)
+        return out
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def _stream_choice(kind: str, chunk: Chunk, *, first: bool) -> dict[str, Any]:
+    """One streamed chunk's choice: a delta (the first names the role) or a text piece."""
+    if kind == "chat":
+        delta: dict[str, Any] = {"content": chunk.text}
+        if first:
+            delta = {"role": "assistant", "content": chunk.text}
+        return {
+            "index": 0,
+            "delta": delta,
+            "logprobs": None,
+            "finish_reason": chunk.finish_reason,
+            "stop_reason": None,
+        }
     return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
+        "index": 0,
+        "text": chunk.text,
+        "logprobs": None,
+        "finish_reason": chunk.finish_reason,
+        "stop_reason": None,
     }
 
 
-async def _stream(
-    request: web.Request,
-    engine: TwinEngine,
-    req: TwinRequest,
-    body: CompletionBody | ChatBody,
-    kind: str,
-    rid: str,
-    created: int,
-    prompt_tokens: int,
-) -> web.StreamResponse:
-    cfg = request.app[CONFIG_KEY]
+async def _stream(request: web.Request, reply: _Reply, opts: StreamOptions) -> web.StreamResponse:
+    """Server-sent events: a chunk per engine step, the usage chunk when asked, ``[DONE]``."""
     resp = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
-    opts = body.stream_options or StreamOptions()
-    obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
     try:
         await resp.prepare(request)
-        first = True
-        delivered = 0  # tokens sent so far (the queue may already hold later chunks)
-        while True:
-            chunk = await req.queue.get()
-            if kind == "chat":
-                delta: dict[str, Any] = {"content": chunk.text}
-                if first:
-                    delta = {"role": "assistant", "content": chunk.text}
-                choice: dict[str, Any] = {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": None,
-                    "finish_reason": chunk.finish_reason,
-                    "stop_reason": None,
-                }
-            else:
-                choice = {
-                    "index": 0,
-                    "text": chunk.text,
-                    "logprobs": None,
-                    "finish_reason": chunk.finish_reason,
-                    "stop_reason": None,
-                }
-            first = False
-            payload: dict[str, Any] = {
-                "id": rid,
-                "object": obj,
-                "created": created,
-                "model": cfg.served_model_name,
-                "choices": [choice],
-            }
-            if cfg.emit_send_time:
-                payload["alphagate_sent_s"] = time.time()
-            delivered += chunk.tokens
-            if opts.include_usage and opts.continuous_usage_stats:
-                payload["usage"] = _usage(prompt_tokens, delivered)
-            await resp.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
-            if chunk.finish_reason is not None:
-                break
+        await _stream_chunks(resp, reply, opts)
         if opts.include_usage:
             final = {
-                "id": rid,
-                "object": obj,
-                "created": created,
-                "model": cfg.served_model_name,
-                "choices": [],
-                "usage": _usage(prompt_tokens, req.generated),
+                **reply.envelope(_CHUNK_OBJECT[reply.kind], []),
+                "usage": reply.usage(reply.req.generated),
             }
-            metrics = _request_metrics(cfg, engine, req)
+            metrics = reply.metrics()
             if metrics:  # vLLM: metrics ride on the final usage chunk only
                 final["metrics"] = metrics
-            await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+            await resp.write(_sse(final))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
     except (ConnectionResetError, ConnectionError, RuntimeError):
-        engine.cancel(req)
+        reply.engine.cancel(reply.req)
     except BaseException:
-        engine.cancel(req)
+        reply.engine.cancel(reply.req)
         raise
     return resp
 
 
-async def _whole(
-    cfg: TwinConfig,
-    engine: TwinEngine,
-    req: TwinRequest,
-    kind: str,
-    rid: str,
-    created: int,
-    prompt_tokens: int,
-    served: str,
-) -> web.Response:
+async def _stream_chunks(resp: web.StreamResponse, reply: _Reply, opts: StreamOptions) -> None:
+    """Each chunk as the engine emits it, up to the one that finishes the request."""
+    first = True
+    delivered = 0  # tokens sent so far (the queue may already hold later chunks)
+    while True:
+        chunk = await reply.req.queue.get()
+        choice = _stream_choice(reply.kind, chunk, first=first)
+        first = False
+        payload = reply.envelope(_CHUNK_OBJECT[reply.kind], [choice])
+        if reply.cfg.emit_send_time:
+            payload["alphagate_sent_s"] = time.time()
+        delivered += chunk.tokens
+        if opts.include_usage and opts.continuous_usage_stats:
+            payload["usage"] = reply.usage(delivered)
+        await resp.write(_sse(payload))
+        if chunk.finish_reason is not None:
+            return
+
+
+async def _whole(reply: _Reply) -> web.Response:
+    """The whole reply once the request finishes."""
     parts: list[str] = []
     reason = None
     try:
         while reason is None:
-            chunk = await req.queue.get()
+            chunk = await reply.req.queue.get()
             parts.append(chunk.text)
             reason = chunk.finish_reason
     except BaseException:
-        engine.cancel(req)
+        reply.engine.cancel(reply.req)
         raise
     text = "".join(parts)
     extra: dict[str, Any] = {}
-    metrics = _request_metrics(cfg, engine, req)
+    metrics = reply.metrics()
     if metrics:
         extra["metrics"] = metrics
-    if kind == "chat":
+    if reply.kind == "chat":
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": text},
             "logprobs": None,
             "finish_reason": reason,
         }
-        obj = "chat.completion"
     else:
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
-        obj = "text_completion"
     return web.json_response(
         {
-            "id": rid,
-            "object": obj,
-            "created": created,
-            "model": served,
-            "choices": [choice],
-            "usage": _usage(prompt_tokens, req.generated),
+            **reply.envelope(_WHOLE_OBJECT[reply.kind], [choice]),
+            "usage": reply.usage(reply.req.generated),
             **extra,
         }
     )
 
 
-def _request_metrics(cfg: TwinConfig, engine: TwinEngine, req: TwinRequest) -> dict[str, Any]:
-    """vLLM's per-request ``metrics`` object (``PerRequestMetrics``): timing with
-    --enable-per-request-metrics, ``speculative_decoding`` with
-    --per-request-spec-decode-metrics (speculation on)."""
-    out: dict[str, Any] = {}
-    if cfg.enable_per_request_metrics:
-        out.update({k: v for k, v in req.timing_metrics(cfg.time_scale).items() if v is not None})
-    if req.histogram:
-        out["speculative_decoding"] = req.spec_decode_metrics(engine.k)
-    return out
+_CHUNK_OBJECT: dict[str, str] = {"chat": "chat.completion.chunk", "completion": "text_completion"}
+_WHOLE_OBJECT: dict[str, str] = {"chat": "chat.completion", "completion": "text_completion"}
 
 
 async def _completions(request: web.Request) -> web.StreamResponse:
