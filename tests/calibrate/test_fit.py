@@ -154,3 +154,24 @@ def test_a_fit_that_explains_nothing_is_unusable() -> None:
     prior = fit.unusable_reason(0.3, _coefficients("prior"))
     assert prior is not None and "no coefficient left its prior" in prior
     assert "RMS" in (fit.unusable_reason(float("nan"), _coefficients("data")) or "")
+
+
+def test_a_coefficient_the_data_push_to_its_bound_is_written_at_it() -> None:
+    """Step times far below what the prior predicts push coefficients to their bounds (costs
+    ≥ 0, time scales > 0): each comes back at its bound, never a rounding below it — a profile
+    with a cost of −1e−20 s would not load."""
+    n = len(fit.NAMES) + 1
+    lower = np.asarray([1e-6 if name.endswith("_scale") else 0.0 for name in fit.NAMES] + [0.0])
+    at_bound = 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        prior = np.abs(rng.normal(1e-3, 1e-3, n))
+        rows = []
+        for _ in range(12):
+            x = np.abs(rng.normal(0, 1, n)) * (rng.random(n) < 0.6)
+            y = float(x @ prior * rng.uniform(0.01, 0.3)) + 1e-9
+            rows.append(fit.DesignRow(None, "decode_step", x, y, 1.0, 1.0))  # type: ignore[arg-type]
+        theta = fit._solve(rows, prior, np.ones(n, dtype=bool)).theta
+        assert (theta >= lower).all(), seed
+        at_bound += int((theta == lower).any())
+    assert at_bound > 50  # the bounds are met, not avoided

@@ -252,7 +252,8 @@ def _solve(rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]
     z_lo = (lower - prior[idx]) / s
     res = lsq_linear(a, b, bounds=(z_lo, np.full(idx.size, np.inf)), method="bvls")
     theta = prior.copy()
-    theta[idx] = prior[idx] + s * res.x
+    # prior + s·z can round a hair below a bound the solver met exactly: keep θ ≥ its bound
+    theta[idx] = np.maximum(prior[idx] + s * res.x, lower)
     r = a @ res.x - b
     dof = max(len(rows) - idx.size, 1)
     chi2 = float((r[: len(rows)] ** 2).sum()) / dof
