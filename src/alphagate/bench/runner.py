@@ -7,7 +7,7 @@ stalls), redirects, whole JSON bodies and empty streams where a stream was asked
 malformed SSE each become a typed failure record; the run goes on.
 Each finished request is handed to ``sink`` at once (the CLI appends it to ``requests.jsonl``), so
 an interrupted run loses nothing that completed. Every request goes through
-:class:`~alphagate.bench.http.StreamClient` (its docstring says why not aiohttp); time is
+:class:`~alphagate.net.client.StreamClient` (its docstring says why not aiohttp); time is
 ``time.perf_counter``.
 """
 
@@ -24,14 +24,6 @@ import orjson
 
 from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.http import (
-    ConnectError,
-    Endpoint,
-    ProtocolError,
-    Reply,
-    StreamClient,
-    StreamTruncated,
-)
 from alphagate.bench.records import (
     LevelSummary,
     RequestRecord,
@@ -46,6 +38,15 @@ from alphagate.bench.sweep import KneeSweep
 from alphagate.bench.validity import LoopLag, RunValidity, run_validity, twin_lag
 from alphagate.core.secrets import join_path, redact_url, split_credentials
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
+from alphagate.net.client import StreamClient
+from alphagate.net.transport import (
+    ConnectError,
+    Endpoint,
+    ProtocolError,
+    Reply,
+    StreamTruncated,
+    endpoint,
+)
 from alphagate.sim.workload import arrival_times
 
 __all__ = ["BenchRunner", "LevelPool"]
@@ -320,7 +321,7 @@ class BenchRunner:
         not, redacted)."""
         try:
             bare, auth = split_credentials(url)  # user:password@ in a --metrics-url: a header
-            ep = StreamClient.endpoint(bare, {**_headers(self.cfg), **auth}, "GET")
+            ep = endpoint(bare, {**_headers(self.cfg), **auth}, "GET")
             reply = await asyncio.wait_for(self._client().request(ep), self.cfg.timeout_s)
         except asyncio.TimeoutError:
             return None, f"no answer within {self.cfg.timeout_s:g} s"
@@ -580,7 +581,7 @@ class BenchRunner:
         if ep is None:
             path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
             headers = {**_headers(self.cfg), "Content-Type": "application/json"}
-            ep = self._endpoints[url] = StreamClient.endpoint(join_path(url, path), headers)
+            ep = self._endpoints[url] = endpoint(join_path(url, path), headers)
         payloads, event = SSEParser().payloads, state.event
         problems: list[tuple[str, str]] = []
         received = 0  # body bytes read
