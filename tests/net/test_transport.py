@@ -1,14 +1,18 @@
 """The seam without a network: request heads, the reply rules every transport follows (as the
-mock applies them), and ``get``'s timeout."""
+mock applies them), ``get``'s timeout, and one HTTP client in ``src/``."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from alphagate.net.mock import MockTransport, Request, Response
 from alphagate.net.transport import StreamTruncated, endpoint, get
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "alphagate"
 
 
 @pytest.mark.parametrize(
@@ -122,3 +126,29 @@ def test_get_sends_a_get_with_the_headers_given() -> None:
     assert (req.method, req.url, dict(req.headers)) == (
         "GET", "http://h:9/metrics?k=v", {"Authorization": "Basic a"},
     )  # fmt: skip
+
+
+def _imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_one_http_client_in_src() -> None:
+    """Requests go through the seam: aiohttp only serves (the twin, its background thread), and
+    nothing opens URLs with ``urllib.request`` or ``http.client``."""
+    wrong = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC).as_posix()
+        mods = _imports(path)
+        if any(m == "aiohttp" or m.startswith("aiohttp.") for m in mods) and not rel.startswith(
+            "twin/"
+        ):
+            wrong.append(f"{rel} imports aiohttp")
+        if mods & {"urllib.request", "http.client", "httpx", "requests"}:
+            wrong.append(f"{rel} opens URLs itself")
+    assert not wrong, wrong
