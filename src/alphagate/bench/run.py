@@ -18,6 +18,7 @@ from alphagate.bench.config import BenchConfig
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels
 from alphagate.bench.runner import BenchRunner
+from alphagate.net.transport import Transport
 
 __all__ = ["redacted_config", "run_bench"]
 
@@ -45,6 +46,7 @@ def run_bench(
     dataset_problems: list[str] | None = None,
     workers: int = 1,
     metrics_problems: list[str] | None = None,
+    transport: Transport | None = None,
 ) -> BenchResult:
     """Run every level against every target; Ctrl-C keeps every completed record.
 
@@ -52,6 +54,8 @@ def run_bench(
     this process coordinates them, and its ``sink`` and ``on_record`` see every record.
     ``metrics_problems`` gets one line per level whose ``/metrics`` counters no decoder could
     produce (accepted above drafted, …): that level's acceptance is left out of the result.
+    ``transport``: what this process's requests go through (None: the llhttp client; a test
+    passes a ``MockTransport``); workers send through clients of their own.
     """
     state: dict[str, BenchRunner] = {}
     t0, t0_wall = time.perf_counter(), time.time()
@@ -70,6 +74,7 @@ def run_bench(
             run_id=run_id,
             pool=pool,
             t0=t0,
+            transport=transport,
         )
         state["runner"] = runner
         await runner.run()
