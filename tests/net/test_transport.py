@@ -90,6 +90,15 @@ def test_a_kept_body_and_location_are_redacted() -> None:
     assert key not in reply.body.decode() and key not in reply.location
 
 
+def test_a_2xx_body_is_the_callers_data_as_sent() -> None:
+    """A page that names a URL with a key is data (a /metrics label, a Prometheus answer): not
+    rewritten; the caller redacts what of it it shows."""
+    page = b'build_info{source="http://host/?token=sk-canary-1234"} 1\n'
+    mock = MockTransport(lambda req: Response(200, page))
+    ep = endpoint("http://h/metrics", {"Authorization": "Bearer sk-canary-1234"}, "GET")
+    assert asyncio.run(mock.request(ep)).body == page
+
+
 def test_a_stream_cut_short_raises_after_its_reads() -> None:
     got: list[bytes] = []
     resp = Response(200, chunks=(b"data: 1\n\n",), error=StreamTruncated("cut"))

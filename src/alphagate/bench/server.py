@@ -17,7 +17,7 @@ from typing import NamedTuple
 import orjson
 
 from alphagate.bench.config import BenchConfig
-from alphagate.core.secrets import join_path, redact_url, split_credentials
+from alphagate.core.secrets import Secrets, join_path, redact, redact_url, split_credentials
 from alphagate.measure.prom import SpecAcceptance, SpecCounters, spec_delta
 from alphagate.measure.scrape import ScrapeError, scrape_counters
 from alphagate.net.transport import Transport, TransportError, get
@@ -78,18 +78,20 @@ class ServerReader:
         it does not answer 200 within the timeout)."""
         try:
             bare, auth = split_credentials(join_path(url, "/v1/models"))
-            reply = await get(
-                transport, bare, {**self.headers, **auth}, timeout_s=self.cfg.timeout_s
-            )
+            headers = {**self.headers, **auth}
+            reply = await get(transport, bare, headers, timeout_s=self.cfg.timeout_s)
             card = orjson.loads(reply.body)["data"][0] if reply.status == 200 else None
         except (asyncio.TimeoutError, TransportError, OSError, ValueError, KeyError, IndexError,
                 TypeError):  # fmt: skip
             return ModelCard(None, None)  # requests go without a model name; the server decides
         if not isinstance(card, dict):
             return ModelCard(None, None)
+        # written into the results: a name or path that echoes the key is redacted
+        secrets = Secrets.of(urls=(url,), headers=headers)
         root, name = card.get("root"), card.get("id")
         return ModelCard(
-            None if name is None else str(name), root if isinstance(root, str) and root else None
+            None if name is None else redact(str(name), secrets),
+            redact(root, secrets) if isinstance(root, str) and root else None,
         )
 
     async def counters(self, transport: Transport, urls: list[str]) -> list[SpecCounters] | None:

@@ -3,9 +3,10 @@
 
 The reply is read by the rules the real client follows (:mod:`alphagate.net.transport`): a 2xx
 that is not JSON streams to the sink, one :attr:`Response.chunks` item per network read, until
-the sink says stop; anything else comes back whole, redacted. A handler fails an exchange by
-raising (:class:`~alphagate.net.transport.ConnectError` for a refused connection) or by a
-response whose :attr:`~Response.error` is raised after its chunks (a stream cut short).
+the sink says stop; anything else comes back whole (an error's body redacted). A handler fails
+an exchange by raising (:class:`~alphagate.net.transport.ConnectError` for a refused
+connection) or by a response whose :attr:`~Response.error` is raised after its chunks (a stream
+cut short).
 """
 
 from __future__ import annotations

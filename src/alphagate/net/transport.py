@@ -6,9 +6,11 @@ bench's completions) each network read goes to ``sink(bytes, perf_counter)`` as 
 the sink says stop; without one (``GET /metrics``, ``/v1/models``, Prometheus' HTTP API) the body
 comes back whole. A reply that is not a stream — a redirect (3xx), an error (≥ 400) or a 2xx
 whose ``Content-Type`` is JSON — is kept whole even when a sink was given: the caller says what
-each is. A kept body comes back with every secret the request carried redacted
-(:mod:`alphagate.core.secrets`): a server that echoes the key it refused must not get it written
-into a record or a message.
+each is. The body of an error or a redirect (status ≥ 300) and its ``Location`` come back with
+every secret the request carried redacted (:mod:`alphagate.core.secrets`): a server that echoes
+the key it refused must not get it written into a record or a message. A 2xx body is the
+caller's data (a ``/metrics`` page, an API's JSON), left as sent — redacting a page costs more
+than parsing it — and each caller redacts what of it it shows.
 
 :class:`~alphagate.net.client.StreamClient` is the transport that talks to servers;
 :class:`~alphagate.net.mock.MockTransport` answers from a function, for tests without a network.
@@ -148,8 +150,9 @@ def endpoint(url: str, headers: Mapping[str, str], method: str = "POST") -> Endp
 
 
 def redacted(reply: Reply, secrets: Secrets) -> Reply:
-    """``reply`` with its kept body and its ``Location`` redacted (they may echo what was sent)."""
-    if not (reply.body or reply.location):
+    """``reply`` with the body and ``Location`` of an error or redirect redacted (they may echo
+    what was sent)."""
+    if reply.status < 300 or not (reply.body or reply.location):
         return reply
     return replace(
         reply,
