@@ -21,16 +21,11 @@ class FaultLimits:
         self.max_error_rate = cfg.max_error_rate
         self.max_duration_s = cfg.max_duration_s
         self.min_requests_for_rate = cfg.MIN_REQUESTS_FOR_RATE
-        self.t0 = t0
+        #: when ``max_duration_s`` runs out (perf_counter; infinite without it)
+        self.end = float("inf") if cfg.max_duration_s is None else t0 + cfg.max_duration_s
         self.reason: str | None = None
         self.errors = 0  # failed requests in the run
         self.level_requests = self.level_errors = 0
-
-    @property
-    def end(self) -> float:
-        """When ``max_duration_s`` runs out (perf_counter; infinite without it)."""
-        limit = self.max_duration_s
-        return float("inf") if limit is None else self.t0 + limit
 
     def stop(self, reason: str) -> None:
         """Send no more requests; the first reason given is kept."""
@@ -44,7 +39,11 @@ class FaultLimits:
     @property
     def stopping(self) -> bool:
         """A limit has been reached (the duration checked now)."""
-        if self.reason is None and time.perf_counter() > self.end:
+        if (
+            self.reason is None
+            and self.max_duration_s is not None
+            and time.perf_counter() > self.end
+        ):
             self.out_of_time()
         return self.reason is not None
 

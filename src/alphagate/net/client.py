@@ -169,7 +169,8 @@ class _Conn(asyncio.Protocol):
             self.headers_done = False
             self.content_type = self.location = self.reason = b""
             return
-        self._finish(self._reply(False))
+        if self.waiter is not None:  # not stopped by the sink already
+            self._finish(self._reply(False))
         self.exchanges += 1
         if self.parser.should_keep_alive() and not self.closed:
             self.client._release(self)
