@@ -1,18 +1,16 @@
 """The load generator's run loop: closed-loop concurrency levels, scheduled open-loop arrivals
 (gamma gaps or a replayed trace), or the knee search of a sweep (:mod:`alphagate.bench.sweep`),
-streamed.
+streamed; every level summarised, a server fault one failed record and the run going on.
 
-Server faults are data: HTTP errors, refused connections, streams that end without ``[DONE]``,
-stalls past the timeout, requests past their total deadline (a server that trickles bytes never
-stalls), redirects, whole JSON bodies and empty streams where a stream was asked for, and
-malformed SSE each become a typed failure record; the run goes on. The runner keeps the loop and
-hands the rest to one collaborator each: the fault limits (:class:`~alphagate.bench.limits.
-FaultLimits`), the finished records (:class:`~alphagate.bench.sink.RecordSink`: each handed to
-the caller's ``sink`` at once, so an interrupted run loses nothing that completed), and what is
-read from the servers besides the streams (:class:`~alphagate.bench.server.ServerReader`:
-``/v1/models``, ``/metrics`` around each level). Every request goes through one transport
-(:mod:`alphagate.net`: the llhttp client, whose docstring says why not aiohttp; a test passes a
-``MockTransport``); time is ``time.perf_counter``.
+The runner keeps the loop and hands the rest to one collaborator each: one request sent and
+measured (:class:`~alphagate.bench.request.RequestSender`), the fault limits
+(:class:`~alphagate.bench.limits.FaultLimits`), the finished records
+(:class:`~alphagate.bench.sink.RecordSink`: each handed to the caller's ``sink`` at once, so an
+interrupted run loses nothing that completed), and what is read from the servers besides the
+streams (:class:`~alphagate.bench.server.ServerReader`: ``/v1/models``, ``/metrics`` around each
+level). Every request goes through one transport (:mod:`alphagate.net`: the llhttp client,
+whose docstring says why not aiohttp; a test passes a ``MockTransport``); time is
+``time.perf_counter``.
 """
 
 from __future__ import annotations
@@ -20,39 +18,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
 import numpy as np
-import orjson
 
 from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.limits import FaultLimits
-from alphagate.bench.records import (
-    LevelSummary,
-    RequestRecord,
-    RequestText,
-    merge_runs,
-    spec_of,
-    summarize_level,
-)
-from alphagate.bench.replies import ReplyStream, error_message
-from alphagate.bench.server import LevelAcceptance, ServerReader, bench_headers
+from alphagate.bench.records import LevelSummary, RequestRecord, merge_runs, summarize_level
+from alphagate.bench.request import Ask, RequestSender
+from alphagate.bench.server import LevelAcceptance, ServerReader
 from alphagate.bench.sink import RecordSink
-from alphagate.bench.sse import EventTooLong, SSEParser
 from alphagate.bench.sweep import KneeSweep
 from alphagate.bench.validity import LoopLag, RunValidity, run_validity, twin_lag
-from alphagate.core.secrets import join_path, redact_url
+from alphagate.core.secrets import redact_url
 from alphagate.net.client import StreamClient
-from alphagate.net.transport import (
-    ConnectError,
-    Endpoint,
-    ProtocolError,
-    Reply,
-    StreamTruncated,
-    Transport,
-    endpoint,
-)
+from alphagate.net.transport import Transport
 from alphagate.sim.workload import arrival_times
 
 __all__ = ["BenchRunner", "LevelPool"]
@@ -100,9 +81,9 @@ class BenchRunner:
         self.knees = (
             None if cfg.sweep is None else KneeSweep(cfg.sweep, [n for n, _ in cfg.targets])
         )
+        self.sender = RequestSender(cfg, run_id=run_id, t0=self._t0)
         self._given = transport
         self._http: Transport | None = transport
-        self._endpoints: dict[str, Endpoint] = {}
         self.repeat = 0  # the run of the current level (--repeats)
         #: the completed runs of each (target, level), merged into one summary when it ends
         self._runs: dict[tuple[str, str], list[LevelSummary]] = {}
@@ -391,32 +372,6 @@ class BenchRunner:
             await self._request(target, url, level, i, p, due)
 
     # ---------------------------------------------------------------- one request
-    def _payload(self, p: Prompt) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-            "temperature": self.cfg.temperature,
-        }
-        if self.model is not None:
-            body["model"] = self.model
-        if self.cfg.endpoint == "chat":
-            body["messages"] = (
-                p.messages
-                if p.messages is not None
-                else [{"role": "user", "content": p.prompt or ""}]
-            )
-        else:
-            body["prompt"] = p.prompt if p.prompt is not None else p.as_text()
-        if p.max_tokens is not None:
-            body["max_tokens"] = p.max_tokens
-        if p.ignore_eos:
-            body["ignore_eos"] = True
-        if p.cls is not None and self.cfg.send_class:
-            body["alphagate_class"] = p.cls
-        if self.cfg.save_text:
-            body["return_token_ids"] = True  # vLLM's extension; other servers ignore it
-        return body
-
     async def _request(
         self, target: str, url: str, level: Level, index: int, p: Prompt, due: float | None = None
     ) -> None:
@@ -433,162 +388,16 @@ class BenchRunner:
         scheduled_s: float | None = None,
     ) -> RequestRecord:
         """Send one streamed request and measure it; failures come back as records, not raises."""
-        state = ReplyStream(
-            time.time() if self.cfg.probe_send_time else None, keep_text=self.cfg.save_text
+        ask = Ask(target, url, level, index, p, scheduled_s)
+        return await self.sender.one(
+            self._transport(), ask, model=self.model, repeat=self.repeat, new_id=self.new_id
         )
-        send = time.perf_counter()
-        err = await self._send(url, p, state, send)
-        tokens, source = state.chunk_tokens()
-        spec, spec_problem = spec_of(state.spec)
-        return RequestRecord(
-            run_id=self.run_id,
-            id=self.new_id(),
-            target=target,
-            level=level,
-            cls=p.cls,
-            prompt_tokens=state.prompt_tokens,
-            output_tokens=state.output_tokens,
-            send_s=send - self._t0,
-            scheduled_s=scheduled_s,
-            ttft_s=state.times[0] if state.times else None,
-            chunk_times_s=state.times,
-            chunk_tokens=tokens,
-            tokens_per_chunk_source=source,
-            e2e_s=state.last_s,
-            error_type=None if err is None else err[0],
-            error_message=None if err is None else err[1],
-            warmup=index < self.cfg.warmup,
-            repeat=self.repeat,
-            spec=spec,
-            spec_problem=spec_problem,
-            delivery_s=state.delivery if self.cfg.probe_send_time else None,
-            text=None if state.kept is None else _saved_text(self._payload(p), state.kept),
-        )
-
-    async def _send(
-        self, url: str, p: Prompt, state: ReplyStream, send: float
-    ) -> tuple[str, str] | None:
-        """The exchange under its watchdog; every way it can fail as (error type, message)."""
-        deadline = self.cfg.request_deadline_s(p.max_tokens)
-        watchdog = _Watchdog(self.cfg.timeout_s, deadline)
-        try:
-            return await self._exchange(url, p, state, send, watchdog)
-        except asyncio.CancelledError:
-            if watchdog.fired is None:
-                raise
-            watchdog.uncancel()
-            if watchdog.fired == "stall":
-                return ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
-            return (
-                "request_timeout",
-                f"not finished after {deadline:g} s in all (--request-timeout; data kept "
-                f"coming, each gap under the {self.cfg.timeout_s:g} s stall timeout)",
-            )
-        except ValueError as exc:  # a header HTTP cannot carry (the CLI refuses it before)
-            return ("client_error", str(exc))
-        except ConnectError as exc:
-            return ("connection_refused", str(exc))
-        except StreamTruncated as exc:
-            return ("stream_truncated", str(exc))
-        except ProtocolError as exc:
-            return ("client_error", f"the server's reply is not HTTP/1.1: {exc}")
-        except OSError as exc:  # the connection failed mid-exchange (reset, broken pipe)
-            return ("stream_truncated", f"{type(exc).__name__}: {exc}")
-        finally:
-            watchdog.stop()
-
-    async def _exchange(
-        self, url: str, p: Prompt, state: ReplyStream, send: float, watchdog: _Watchdog
-    ) -> tuple[str, str] | None:
-        """POST the request and read its stream into ``state``; returns a failure or None."""
-        ep = self._endpoints.get(url)
-        if ep is None:
-            path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
-            headers = {**bench_headers(self.cfg), "Content-Type": "application/json"}
-            ep = self._endpoints[url] = endpoint(join_path(url, path), headers)
-        payloads, event = SSEParser().payloads, state.event
-        problems: list[tuple[str, str]] = []
-        received = 0  # body bytes read
-
-        def sink(data: bytes, t: float) -> bool:
-            # one network read, stamped once (several events per read under load)
-            nonlocal received
-            watchdog.last = t
-            received += len(data)
-            now = t - send
-            try:
-                events = payloads(data)
-            except EventTooLong as exc:  # a line or event that never ends: not a stream
-                problems.append(("malformed_sse", str(exc)))
-                return True
-            for payload in events:
-                problem = event(payload, now)
-                if problem is not None:
-                    problems.append(problem)
-                    return True
-            return state.done
-
-        try:
-            body = orjson.dumps(self._payload(p))
-        except TypeError as exc:  # not text (a lone surrogate): the dataset loader refuses it
-            return ("client_error", f"the request cannot be sent as JSON: {exc}")
-        reply = await self._transport().request(ep, body, sink)
-        return _outcome(reply, problems, state, received, ep)
-
-
-def _outcome(
-    reply: Reply, problems: list[tuple[str, str]], state: ReplyStream, received: int, ep: Endpoint
-) -> tuple[str, str] | None:
-    """What a finished exchange was: None for a whole stream, else (error type, message)."""
-    status = reply.status
-    if 300 <= status < 400:
-        where = ep.secrets.redact(reply.location) if reply.location else "no Location given"
-        return (
-            f"http_{status}",
-            f"redirected to {where} (HTTP {status}): the bench does not follow redirects; "
-            "give the URL it points to",
-        )
-    if status >= 400:
-        text = reply.body.decode("utf-8", "replace")
-        return (f"http_{status}", error_message(text[:2000]))
-    if reply.whole_json:
-        said = ep.secrets.redact(error_message(reply.body.decode("utf-8", "replace")[:2000]))
-        return (
-            "not_a_stream",
-            f"the server answered {status} with a JSON body, not a stream (does it ignore "
-            f'"stream": true?): {said[:200]}',
-        )
-    if problems:
-        return problems[0]
-    if state.done:
-        if state.events == 0:
-            return (
-                "empty_stream",
-                "the stream ended with [DONE] before any chunk: nothing streamed",
-            )
-        return None
-    if received == 0:
-        return ("empty_stream", f"the server answered {status} with an empty body: no SSE event")
-    return ("stream_truncated", "the stream ended without [DONE]")
 
 
 #: the event loop's timers wake up to ~1 ms late (epoll rounds its timeout up to whole ms), so
 #: an open-loop send sleeps until this long before its time and yields to the loop for the rest:
 #: the median send lag falls from ~0.7 ms to ~0.03 ms for ~0.35 ms of client CPU per request
 _SPIN_S = 0.001
-
-
-def _saved_text(body: dict[str, Any], kept: dict[str, Any]) -> RequestText:
-    """``--save-text``: the request as sent and the output as streamed."""
-    return RequestText(
-        prompt=body.get("prompt"),
-        messages=body.get("messages"),
-        prompt_token_ids=kept["prompt_ids"],
-        output="".join(kept["text"]),
-        output_token_ids=kept["ids"] or None,
-        finish_reason=kept["finish"],
-        temperature=float(body.get("temperature", 0.0)),
-    )
 
 
 async def _sleep_until(t: float) -> None:
@@ -598,40 +407,3 @@ async def _sleep_until(t: float) -> None:
         await asyncio.sleep(delay - _SPIN_S)
     while time.perf_counter() < t:
         await asyncio.sleep(0)
-
-
-class _Watchdog:
-    """Cancels the current task after ``limit`` seconds without data (``fired = "stall"``), or
-    ``total`` seconds after it started however the data comes (``fired = "deadline"``: a
-    server that sends one byte a second never stalls).
-
-    One timer per timeout period rather than one per read (a timer per chunk cost ~5% of the
-    client's CPU when aiohttp's ``sock_read`` armed one). The reader marks each read by setting
-    :attr:`last` (``time.perf_counter()``), an attribute store rather than a call.
-    """
-
-    def __init__(self, limit: float, total: float) -> None:
-        self.limit = limit
-        self.fired: Literal["stall", "deadline"] | None = None
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
-        self.last = time.perf_counter()  # the last read
-        self.deadline = self.last + total
-        self._handle = self._loop.call_later(min(limit, total), self._check)
-
-    def _check(self) -> None:
-        now = time.perf_counter()
-        idle = now - self.last
-        if self._task is not None and (idle >= self.limit or now >= self.deadline):
-            self.fired = "stall" if idle >= self.limit else "deadline"
-            self._task.cancel()
-        else:
-            wait = min(self.limit - idle, self.deadline - now)
-            self._handle = self._loop.call_later(max(wait, 0.0), self._check)
-
-    def uncancel(self) -> None:
-        if self._task is not None and hasattr(self._task, "uncancel"):
-            self._task.uncancel()
-
-    def stop(self) -> None:
-        self._handle.cancel()
