@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alphagate.bench import aio
 from alphagate.bench.config import BenchConfig
@@ -19,6 +19,9 @@ from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels
 from alphagate.bench.runner import BenchRunner
 from alphagate.net.transport import Transport
+
+if TYPE_CHECKING:
+    from alphagate.bench.workers import WorkerPool
 
 __all__ = ["redacted_config", "run_bench"]
 
@@ -57,7 +60,6 @@ def run_bench(
     ``transport``: what this process's requests go through (None: the llhttp client; a test
     passes a ``MockTransport``); workers send through clients of their own.
     """
-    state: dict[str, BenchRunner] = {}
     t0, t0_wall = time.perf_counter(), time.time()
     pool = None
     if workers > 1:
@@ -65,31 +67,13 @@ def run_bench(
 
         pool = WorkerPool(workers, cfg, prompts, run_id, t0_wall)
 
-    async def main() -> None:
-        runner = BenchRunner(
-            cfg,
-            prompts,
-            sink=sink,
-            on_record=on_record,
-            run_id=run_id,
-            pool=pool,
-            t0=t0,
+    def runner_now() -> BenchRunner:
+        return BenchRunner(
+            cfg, prompts, sink=sink, on_record=on_record, run_id=run_id, pool=pool, t0=t0,
             transport=transport,
-        )
-        state["runner"] = runner
-        await runner.run()
+        )  # fmt: skip
 
-    interrupted = False
-    try:
-        if pool is not None:
-            pool.start()
-        aio.run(main())
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if pool is not None:  # every worker ends; records still on their way are kept
-            pool.finish(state.get("runner"), abort=interrupted)
-    runner = state.get("runner")
+    runner, interrupted = _drive(runner_now, pool)
     levels = [] if runner is None else list(runner.levels)
     if interrupted and runner is not None:
         levels += runner.unfinished_levels()
@@ -113,3 +97,27 @@ def run_bench(
         sweep=None if knees is None else knees.summary(),
         worker_failures=[] if pool is None else pool.failures,
     )
+
+
+def _drive(
+    runner_now: Callable[[], BenchRunner], pool: WorkerPool | None
+) -> tuple[BenchRunner | None, bool]:
+    """Run a runner made inside the event loop, with the pool's workers around it; returns it
+    (None when Ctrl-C came before it was made) and whether Ctrl-C interrupted the run."""
+    state: dict[str, BenchRunner] = {}
+
+    async def main() -> None:
+        state["runner"] = runner_now()
+        await state["runner"].run()
+
+    interrupted = False
+    try:
+        if pool is not None:
+            pool.start()
+        aio.run(main())
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if pool is not None:  # every worker ends; records still on their way are kept
+            pool.finish(state.get("runner"), abort=interrupted)
+    return state.get("runner"), interrupted
