@@ -52,6 +52,8 @@ AB_METRICS = (
     "itl_per_token_p99_ms",
 )
 FloatArray = npt.NDArray[np.float64]
+#: one side's records by the run (repeat) they were sent in
+Runs = dict[int, list[RequestRecord]]
 IntArray = npt.NDArray[np.int64]
 
 
@@ -68,7 +70,7 @@ class ABValue:
     missing: str = ""
 
 
-def _runs(records: list[RequestRecord]) -> dict[int, list[RequestRecord]]:
+def _runs(records: list[RequestRecord]) -> Runs:
     out: dict[int, list[RequestRecord]] = {}
     for r in records:
         if not r.warmup:
@@ -236,7 +238,7 @@ def _ratio_of(metric: str, slo: SLO | None) -> _Ratio:
     raise ValueError(f"unknown A/B metric {metric!r}")
 
 
-def _error_rate(c_runs: dict[int, list[RequestRecord]]) -> ABValue:
+def _error_rate(c_runs: Runs) -> ABValue:
     """The candidate's failed share of requests, with Wilson's interval."""
     recs = [r for rs in c_runs.values() for r in rs]
     failed = float(sum(not r.ok for r in recs))
@@ -251,68 +253,62 @@ def _error_rate(c_runs: dict[int, list[RequestRecord]]) -> ABValue:
     )
 
 
-def _pairs(
-    b_runs: dict[int, list[RequestRecord]], c_runs: dict[int, list[RequestRecord]]
-) -> tuple[list[int], float]:
-    """The repeats that completed a request on both sides, and the requests per side behind
-    them (the smaller side)."""
+class _Sides(NamedTuple):
+    """Both sides' runs by repeat, the repeats that completed a request on both, and the
+    requests per side behind them (the smaller side)."""
+
+    base: Runs
+    cand: Runs
+    pairs: list[int]
+    n: float
+
+
+def _sides(b_runs: Runs, c_runs: Runs) -> _Sides:
     pairs = sorted(set(b_runs) & set(c_runs))
     pairs = [r for r in pairs if any(x.ok for x in b_runs[r]) and any(x.ok for x in c_runs[r])]
     n = float(
         min((sum(len(b_runs[r]) for r in pairs), sum(len(c_runs[r]) for r in pairs)), default=0)
     )
-    return pairs, n
+    return _Sides(b_runs, c_runs, pairs, n)
 
 
-def _tail(
-    metric: str,
-    b_runs: dict[int, list[RequestRecord]],
-    c_runs: dict[int, list[RequestRecord]],
-    pairs: list[int],
-    n: float,
-) -> ABValue:
+def _tail(metric: str, s: _Sides) -> ABValue:
     """P99 ITL per token: the candidate's own (ms), or baseline ÷ candidate."""
     if metric == "itl_per_token_p99_ms":
-        value, interval = _p99_ms(c_runs, sorted(c_runs))
+        value, interval = _p99_ms(s.cand, sorted(s.cand))
         basis = (
-            f"{len(c_runs)} runs (Student's t on the logs of their P99s)"
-            if len(c_runs) > 1
+            f"{len(s.cand)} runs (Student's t on the logs of their P99s)"
+            if len(s.cand) > 1
             else "one run: blocks of requests resampled (within the run only)"
         )
-        return ABValue(value, interval, n, len(c_runs), basis, len(c_runs) == 1)
-    single = len(pairs) == 1
-    value, interval, why = _p99_ratio(b_runs, c_runs, pairs)
+        return ABValue(value, interval, s.n, len(s.cand), basis, len(s.cand) == 1)
+    single = len(s.pairs) == 1
+    value, interval, why = _p99_ratio(s.base, s.cand, s.pairs)
     basis = (
-        f"{len(pairs)} alternated runs (Student's t on the log ratios of their P99s)"
+        f"{len(s.pairs)} alternated runs (Student's t on the log ratios of their P99s)"
         if not single
         else "one run: blocks of requests resampled (within the run only)"
     )
-    return ABValue(value, interval, n, len(pairs), basis, single, why)
+    return ABValue(value, interval, s.n, len(s.pairs), basis, single, why)
 
 
-def _speedup(
-    ratio: _Ratio,
-    b_runs: dict[int, list[RequestRecord]],
-    c_runs: dict[int, list[RequestRecord]],
-    pairs: list[int],
-    n: float,
-) -> ABValue:
+def _speedup(ratio: _Ratio, s: _Sides) -> ABValue:
     """One ratio per pair of runs with the t interval, or within the one run."""
-    if len(pairs) == 1:
-        r = pairs[0]
-        value, interval = _within_run(ratio.stat, b_runs[r], c_runs[r], ratio.inverse, ratio.rate)
+    if len(s.pairs) == 1:
+        r = s.pairs[0]
+        value, interval = _within_run(ratio.stat, s.base[r], s.cand[r], ratio.inverse, ratio.rate)
         return ABValue(
-            value, interval, n, 1, "one run: requests resampled (within the run only)", True
+            value, interval, s.n, 1, "one run: requests resampled (within the run only)", True
         )
     value, interval, why = paired_ratio(
-        [ratio.stat(b_runs[r]) for r in pairs],
-        [ratio.stat(c_runs[r]) for r in pairs],
+        [ratio.stat(s.base[r]) for r in s.pairs],
+        [ratio.stat(s.cand[r]) for r in s.pairs],
         inverse=ratio.inverse,
     )
     if value is None:
-        return ABValue(None, None, n, len(pairs), "", False, why)
-    basis = f"{len(pairs)} alternated runs (Student's t on the log ratios)"
-    return ABValue(value, interval, n, len(pairs), basis, False)
+        return ABValue(None, None, s.n, len(s.pairs), "", False, why)
+    basis = f"{len(s.pairs)} alternated runs (Student's t on the log ratios)"
+    return ABValue(value, interval, s.n, len(s.pairs), basis, False)
 
 
 def ab_value(
@@ -323,17 +319,17 @@ def ab_value(
     b_runs, c_runs = _runs(base), _runs(cand)
     if metric == "error_rate":
         return _error_rate(c_runs)
-    pairs, n = _pairs(b_runs, c_runs)
-    if not pairs:
+    s = _sides(b_runs, c_runs)
+    if not s.pairs:
         return ABValue(None, None, 0.0, 0, "", True, "no run completed a request on both sides")
     if metric in ("itl_per_token_p99_ms", "itl_per_token_p99_speedup"):
-        return _tail(metric, b_runs, c_runs, pairs, n)
-    single = len(pairs) == 1
+        return _tail(metric, s)
+    single = len(s.pairs) == 1
     if metric == "goodput_speedup" and slo is None:
         why = "the bench runs had no --slo: goodput needs one"
-        return ABValue(None, None, n, len(pairs), "", single, why)
+        return ABValue(None, None, s.n, len(s.pairs), "", single, why)
     ratio = _ratio_of(metric, slo)
-    if metric == "goodput_speedup" and all(ratio.stat(b_runs[r]) == 0 for r in pairs):
+    if metric == "goodput_speedup" and all(ratio.stat(b_runs[r]) == 0 for r in s.pairs):
         why = "no baseline request met the SLO: the ratio is unbounded"
-        return ABValue(None, None, n, len(pairs), "", single, why)
-    return _speedup(ratio, b_runs, c_runs, pairs, n)
+        return ABValue(None, None, s.n, len(s.pairs), "", single, why)
+    return _speedup(ratio, s)
