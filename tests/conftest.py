@@ -31,7 +31,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 INTEGRATION_MODULES = frozenset(
     f"tests/{m}.py"
     for m in (
-        "bench/test_bench_faults", "bench/test_bench_twin", "bench/test_http",
+        "bench/test_bench_faults", "bench/test_bench_twin", "net/test_client",
         "bench/test_validity", "bench/test_workers",
         "calibrate/test_sweep", "calibrate/test_twin_coverage", "calibrate/test_twin_roundtrip",
         "cli/test_bench", "cli/test_bench_goodput", "cli/test_bench_limits", "cli/test_bench_plot",

@@ -61,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "alphagate"
 RANK = {
     "core": 0,
     "theory": 1,
+    "net": 1,
     "specs": 2,
     "sim": 3,
     "measure": 3,

@@ -14,6 +14,8 @@ from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.runner import BenchRunner
+from alphagate.bench.server import ServerReader
+from alphagate.net.client import StreamClient
 from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
@@ -137,14 +139,16 @@ def test_counter_reset_mid_run(tmp_path: Path) -> None:
             num_prompts=10,
         )
         prompts = [Prompt("a b c", None, None, 30, True)] * 10
-        runner = BenchRunner(bc, prompts)
+        client = StreamClient()
+        runner = BenchRunner(bc, prompts, transport=client)
+        reader = ServerReader(bc)
         for i in range(8):
             await runner.one("default", url, "c2", i, prompts[i % 10])
-        before = await runner._scrape([url + "/metrics"])
+        before = await reader.counters(client, [url + "/metrics"])
         engine.reset_metrics()  # the server "restarts": counters drop to zero
         for i in range(3):
             await runner.one("default", url, "c2", i, prompts[i])
-        after = await runner._scrape([url + "/metrics"])
+        after = await reader.counters(client, [url + "/metrics"])
         from alphagate.measure.prom import spec_delta
 
         assert before is not None and after is not None
@@ -153,7 +157,7 @@ def test_counter_reset_mid_run(tmp_path: Path) -> None:
         # only the post-reset window is counted: 3 requests × 29 decode steps at most
         assert 0 < d.num_drafts <= 3 * 29
         assert after[0].drafts == d.num_drafts
-        await runner.aclose()
+        await client.aclose()
 
     with twin(cfg) as (url, engine):
         asyncio.run(go(url, engine))

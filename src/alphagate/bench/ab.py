@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,8 @@ AB_METRICS = (
     "itl_per_token_p99_ms",
 )
 FloatArray = npt.NDArray[np.float64]
+#: one side's records by the run (repeat) they were sent in
+Runs = dict[int, list[RequestRecord]]
 IntArray = npt.NDArray[np.int64]
 
 
@@ -67,7 +70,7 @@ class ABValue:
     missing: str = ""
 
 
-def _runs(records: list[RequestRecord]) -> dict[int, list[RequestRecord]]:
+def _runs(records: list[RequestRecord]) -> Runs:
     out: dict[int, list[RequestRecord]] = {}
     for r in records:
         if not r.warmup:
@@ -94,6 +97,14 @@ def _goodput(slo: SLO) -> Callable[[list[RequestRecord]], float]:
         return sum(missed_bounds(r, slo) == [] for r in recs) / _span_s(recs)
 
     return rate
+
+
+def _percentile_interval(boots: FloatArray) -> Interval | None:
+    """The 95% percentile interval of the finite bootstrap replicates (None without any)."""
+    finite = boots[np.isfinite(boots)]
+    if not finite.size:
+        return None
+    return Interval(low=float(np.quantile(finite, 0.025)), high=float(np.quantile(finite, 0.975)))
 
 
 def _within_run(
@@ -124,12 +135,7 @@ def _within_run(
             for _ in range(BOOTSTRAP)
         ]
     )
-    boots = boots[np.isfinite(boots)]
-    interval = (
-        Interval(low=float(np.quantile(boots, 0.025)), high=float(np.quantile(boots, 0.975)))
-        if boots.size
-        else None
-    )
+    interval = _percentile_interval(boots)
     return (point if math.isfinite(point) else None), interval
 
 
@@ -191,12 +197,7 @@ def _p99_ratio(
     boots = np.asarray(
         [tb.p99(tb.resample(rng)) / tc.p99(tc.resample(rng)) for _ in range(BOOTSTRAP)]
     )
-    boots = boots[np.isfinite(boots)]
-    interval = (
-        Interval(low=float(np.quantile(boots, 0.025)), high=float(np.quantile(boots, 0.975)))
-        if boots.size
-        else None
-    )
+    interval = _percentile_interval(boots)
     return (point if math.isfinite(point) else None), interval, ""
 
 
@@ -214,16 +215,102 @@ def _p99_ms(
     point = tail.p99(tail.everything()) * 1e3
     rng = np.random.default_rng(0)
     boots = np.asarray([tail.p99(tail.resample(rng)) * 1e3 for _ in range(BOOTSTRAP)])
-    boots = boots[np.isfinite(boots)]
-    interval = (
-        Interval(low=float(np.quantile(boots, 0.025)), high=float(np.quantile(boots, 0.975)))
-        if boots.size
-        else None
-    )
+    interval = _percentile_interval(boots)
     return (point if math.isfinite(point) else None), interval
 
 
 # ---------------------------------------------------------------- the one entry point
+class _Ratio(NamedTuple):
+    """A speed figure of one side's records, and how two sides' values make a speedup."""
+
+    stat: Callable[[list[RequestRecord]], float]
+    inverse: bool  # a time: baseline ÷ candidate
+    rate: bool  # per second of the run's span (kept fixed when requests are resampled)
+
+
+def _ratio_of(metric: str, slo: SLO | None) -> _Ratio:
+    if metric == "throughput_speedup":
+        return _Ratio(_throughput, False, True)
+    if metric == "tpot_speedup":
+        return _Ratio(_tpot, True, False)
+    if metric == "goodput_speedup" and slo is not None:
+        return _Ratio(_goodput(slo), False, True)
+    raise ValueError(f"unknown A/B metric {metric!r}")
+
+
+def _error_rate(c_runs: Runs) -> ABValue:
+    """The candidate's failed share of requests, with Wilson's interval."""
+    recs = [r for rs in c_runs.values() for r in rs]
+    failed = float(sum(not r.ok for r in recs))
+    n = float(len(recs))
+    return ABValue(
+        failed / n if n else None,
+        wilson(failed, n),
+        n,
+        len(c_runs),
+        "failed ÷ requests (Wilson)",
+        False,
+    )
+
+
+class _Sides(NamedTuple):
+    """Both sides' runs by repeat, the repeats that completed a request on both, and the
+    requests per side behind them (the smaller side)."""
+
+    base: Runs
+    cand: Runs
+    pairs: list[int]
+    n: float
+
+
+def _sides(b_runs: Runs, c_runs: Runs) -> _Sides:
+    pairs = sorted(set(b_runs) & set(c_runs))
+    pairs = [r for r in pairs if any(x.ok for x in b_runs[r]) and any(x.ok for x in c_runs[r])]
+    n = float(
+        min((sum(len(b_runs[r]) for r in pairs), sum(len(c_runs[r]) for r in pairs)), default=0)
+    )
+    return _Sides(b_runs, c_runs, pairs, n)
+
+
+def _tail(metric: str, s: _Sides) -> ABValue:
+    """P99 ITL per token: the candidate's own (ms), or baseline ÷ candidate."""
+    if metric == "itl_per_token_p99_ms":
+        value, interval = _p99_ms(s.cand, sorted(s.cand))
+        basis = (
+            f"{len(s.cand)} runs (Student's t on the logs of their P99s)"
+            if len(s.cand) > 1
+            else "one run: blocks of requests resampled (within the run only)"
+        )
+        return ABValue(value, interval, s.n, len(s.cand), basis, len(s.cand) == 1)
+    single = len(s.pairs) == 1
+    value, interval, why = _p99_ratio(s.base, s.cand, s.pairs)
+    basis = (
+        f"{len(s.pairs)} alternated runs (Student's t on the log ratios of their P99s)"
+        if not single
+        else "one run: blocks of requests resampled (within the run only)"
+    )
+    return ABValue(value, interval, s.n, len(s.pairs), basis, single, why)
+
+
+def _speedup(ratio: _Ratio, s: _Sides) -> ABValue:
+    """One ratio per pair of runs with the t interval, or within the one run."""
+    if len(s.pairs) == 1:
+        r = s.pairs[0]
+        value, interval = _within_run(ratio.stat, s.base[r], s.cand[r], ratio.inverse, ratio.rate)
+        return ABValue(
+            value, interval, s.n, 1, "one run: requests resampled (within the run only)", True
+        )
+    value, interval, why = paired_ratio(
+        [ratio.stat(s.base[r]) for r in s.pairs],
+        [ratio.stat(s.cand[r]) for r in s.pairs],
+        inverse=ratio.inverse,
+    )
+    if value is None:
+        return ABValue(None, None, s.n, len(s.pairs), "", False, why)
+    basis = f"{len(s.pairs)} alternated runs (Student's t on the log ratios)"
+    return ABValue(value, interval, s.n, len(s.pairs), basis, False)
+
+
 def ab_value(
     metric: str, base: list[RequestRecord], cand: list[RequestRecord], slo: SLO | None = None
 ) -> ABValue:
@@ -231,76 +318,18 @@ def ab_value(
     records, with the interval the runs allow."""
     b_runs, c_runs = _runs(base), _runs(cand)
     if metric == "error_rate":
-        recs = [r for rs in c_runs.values() for r in rs]
-        failed = float(sum(not r.ok for r in recs))
-        n = float(len(recs))
-        return ABValue(
-            failed / n if n else None,
-            wilson(failed, n),
-            n,
-            len(c_runs),
-            "failed ÷ requests (Wilson)",
-            False,
-        )
-    pairs = sorted(set(b_runs) & set(c_runs))
-    pairs = [r for r in pairs if any(x.ok for x in b_runs[r]) and any(x.ok for x in c_runs[r])]
-    n = float(
-        min((sum(len(b_runs[r]) for r in pairs), sum(len(c_runs[r]) for r in pairs)), default=0)
-    )
-    if not pairs:
+        return _error_rate(c_runs)
+    s = _sides(b_runs, c_runs)
+    if not s.pairs:
         return ABValue(None, None, 0.0, 0, "", True, "no run completed a request on both sides")
-    single = len(pairs) == 1
-    if metric == "itl_per_token_p99_ms":
-        value, interval = _p99_ms(c_runs, sorted(c_runs))
-        basis = (
-            f"{len(c_runs)} runs (Student's t on the logs of their P99s)"
-            if len(c_runs) > 1
-            else "one run: blocks of requests resampled (within the run only)"
-        )
-        return ABValue(value, interval, n, len(c_runs), basis, len(c_runs) == 1)
-    if metric == "itl_per_token_p99_speedup":
-        value, interval, why = _p99_ratio(b_runs, c_runs, pairs)
-        basis = (
-            f"{len(pairs)} alternated runs (Student's t on the log ratios of their P99s)"
-            if not single
-            else "one run: blocks of requests resampled (within the run only)"
-        )
-        return ABValue(value, interval, n, len(pairs), basis, single, why)
+    if metric in ("itl_per_token_p99_ms", "itl_per_token_p99_speedup"):
+        return _tail(metric, s)
+    single = len(s.pairs) == 1
     if metric == "goodput_speedup" and slo is None:
-        return ABValue(
-            None, None, n, len(pairs), "", single, "the bench runs had no --slo: goodput needs one"
-        )
-    stat: Callable[[list[RequestRecord]], float]
-    if metric == "throughput_speedup":
-        stat, inverse, rate = _throughput, False, True
-    elif metric == "tpot_speedup":
-        stat, inverse, rate = _tpot, True, False
-    elif metric == "goodput_speedup":
-        assert slo is not None
-        stat, inverse, rate = _goodput(slo), False, True
-        if all(stat(b_runs[r]) == 0 for r in pairs):
-            return ABValue(
-                None, None, n, len(pairs), "", single,
-                "no baseline request met the SLO: the ratio is unbounded",
-            )  # fmt: skip
-    else:
-        raise ValueError(f"unknown A/B metric {metric!r}")
-    if single:
-        r = pairs[0]
-        value, interval = _within_run(stat, b_runs[r], c_runs[r], inverse, rate)
-        return ABValue(
-            value, interval, n, 1, "one run: requests resampled (within the run only)", True
-        )
-    value, interval, why = paired_ratio(
-        [stat(b_runs[r]) for r in pairs], [stat(c_runs[r]) for r in pairs], inverse=inverse
-    )
-    if value is None:
-        return ABValue(None, None, n, len(pairs), "", False, why)
-    return ABValue(
-        value,
-        interval,
-        n,
-        len(pairs),
-        f"{len(pairs)} alternated runs (Student's t on the log ratios)",
-        False,
-    )
+        why = "the bench runs had no --slo: goodput needs one"
+        return ABValue(None, None, s.n, len(s.pairs), "", single, why)
+    ratio = _ratio_of(metric, slo)
+    if metric == "goodput_speedup" and all(ratio.stat(b_runs[r]) == 0 for r in s.pairs):
+        why = "no baseline request met the SLO: the ratio is unbounded"
+        return ABValue(None, None, s.n, len(s.pairs), "", single, why)
+    return _speedup(ratio, s)

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alphagate.bench import aio
 from alphagate.bench.config import BenchConfig
 from alphagate.bench.dataset import Prompt
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels
 from alphagate.bench.runner import BenchRunner
+from alphagate.net.transport import Transport
+
+if TYPE_CHECKING:
+    from alphagate.bench.workers import WorkerPool
 
 __all__ = ["redacted_config", "run_bench"]
 
@@ -45,6 +49,7 @@ def run_bench(
     dataset_problems: list[str] | None = None,
     workers: int = 1,
     metrics_problems: list[str] | None = None,
+    transport: Transport | None = None,
 ) -> BenchResult:
     """Run every level against every target; Ctrl-C keeps every completed record.
 
@@ -52,8 +57,9 @@ def run_bench(
     this process coordinates them, and its ``sink`` and ``on_record`` see every record.
     ``metrics_problems`` gets one line per level whose ``/metrics`` counters no decoder could
     produce (accepted above drafted, …): that level's acceptance is left out of the result.
+    ``transport``: what this process's requests go through (None: the llhttp client; a test
+    passes a ``MockTransport``); workers send through clients of their own.
     """
-    state: dict[str, BenchRunner] = {}
     t0, t0_wall = time.perf_counter(), time.time()
     pool = None
     if workers > 1:
@@ -61,30 +67,13 @@ def run_bench(
 
         pool = WorkerPool(workers, cfg, prompts, run_id, t0_wall)
 
-    async def main() -> None:
-        runner = BenchRunner(
-            cfg,
-            prompts,
-            sink=sink,
-            on_record=on_record,
-            run_id=run_id,
-            pool=pool,
-            t0=t0,
-        )
-        state["runner"] = runner
-        await runner.run()
+    def runner_now() -> BenchRunner:
+        return BenchRunner(
+            cfg, prompts, sink=sink, on_record=on_record, run_id=run_id, pool=pool, t0=t0,
+            transport=transport,
+        )  # fmt: skip
 
-    interrupted = False
-    try:
-        if pool is not None:
-            pool.start()
-        aio.run(main())
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if pool is not None:  # every worker ends; records still on their way are kept
-            pool.finish(state.get("runner"), abort=interrupted)
-    runner = state.get("runner")
+    runner, interrupted = _drive(runner_now, pool)
     levels = [] if runner is None else list(runner.levels)
     if interrupted and runner is not None:
         levels += runner.unfinished_levels()
@@ -108,3 +97,27 @@ def run_bench(
         sweep=None if knees is None else knees.summary(),
         worker_failures=[] if pool is None else pool.failures,
     )
+
+
+def _drive(
+    runner_now: Callable[[], BenchRunner], pool: WorkerPool | None
+) -> tuple[BenchRunner | None, bool]:
+    """Run a runner made inside the event loop, with the pool's workers around it; returns it
+    (None when Ctrl-C came before it was made) and whether Ctrl-C interrupted the run."""
+    state: dict[str, BenchRunner] = {}
+
+    async def main() -> None:
+        state["runner"] = runner_now()
+        await state["runner"].run()
+
+    interrupted = False
+    try:
+        if pool is not None:
+            pool.start()
+        aio.run(main())
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if pool is not None:  # every worker ends; records still on their way are kept
+            pool.finish(state.get("runner"), abort=interrupted)
+    return state.get("runner"), interrupted

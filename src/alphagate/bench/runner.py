@@ -1,51 +1,39 @@
-"""The load generator: closed-loop concurrency levels, scheduled open-loop arrivals (gamma gaps or
-a replayed trace), or the knee search of a sweep (:mod:`alphagate.bench.sweep`), streamed.
+"""The load generator's run loop: closed-loop concurrency levels, scheduled open-loop arrivals
+(gamma gaps or a replayed trace), or the knee search of a sweep (:mod:`alphagate.bench.sweep`),
+streamed; every level summarised, a server fault one failed record and the run going on.
 
-Server faults are data: HTTP errors, refused connections, streams that end without ``[DONE]``,
-stalls past the timeout, requests past their total deadline (a server that trickles bytes never
-stalls), redirects, whole JSON bodies and empty streams where a stream was asked for, and
-malformed SSE each become a typed failure record; the run goes on.
-Each finished request is handed to ``sink`` at once (the CLI appends it to ``requests.jsonl``), so
-an interrupted run loses nothing that completed. Every request goes through
-:class:`~alphagate.bench.http.StreamClient` (its docstring says why not aiohttp); time is
+The runner keeps the loop and hands the rest to one collaborator each: one request sent and
+measured (:class:`~alphagate.bench.request.RequestSender`), the fault limits
+(:class:`~alphagate.bench.limits.FaultLimits`), the finished records
+(:class:`~alphagate.bench.sink.RecordSink`: each handed to the caller's ``sink`` at once, so an
+interrupted run loses nothing that completed), and what is read from the servers besides the
+streams (:class:`~alphagate.bench.server.ServerReader`: ``/v1/models``, ``/metrics`` around each
+level). Every request goes through one transport (:mod:`alphagate.net`: the llhttp client,
+whose docstring says why not aiohttp; a test passes a ``MockTransport``); time is
 ``time.perf_counter``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
 import numpy as np
-import orjson
 
 from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.http import (
-    ConnectError,
-    Endpoint,
-    ProtocolError,
-    Reply,
-    StreamClient,
-    StreamTruncated,
-)
-from alphagate.bench.records import (
-    LevelSummary,
-    RequestRecord,
-    RequestText,
-    merge_runs,
-    spec_of,
-    summarize_level,
-)
-from alphagate.bench.replies import ReplyStream, error_message
-from alphagate.bench.sse import EventTooLong, SSEParser
+from alphagate.bench.limits import FaultLimits
+from alphagate.bench.records import LevelSummary, RequestRecord, merge_runs, summarize_level
+from alphagate.bench.request import Ask, RequestSender
+from alphagate.bench.server import LevelAcceptance, ServerReader
+from alphagate.bench.sink import RecordSink
 from alphagate.bench.sweep import KneeSweep
 from alphagate.bench.validity import LoopLag, RunValidity, run_validity, twin_lag
-from alphagate.core.secrets import join_path, redact_url, split_credentials
-from alphagate.measure.prom import SpecAcceptance, SpecCounters, parse_spec_counters, spec_delta
+from alphagate.core.secrets import redact_url
+from alphagate.net.client import StreamClient
+from alphagate.net.transport import Transport
 from alphagate.sim.workload import arrival_times
 
 __all__ = ["BenchRunner", "LevelPool"]
@@ -59,16 +47,12 @@ class LevelPool(Protocol):
         """One level against ``url``, returned when its requests have all finished."""
 
 
-def _headers(cfg: BenchConfig) -> dict[str, str]:
-    h = dict(cfg.headers)
-    if cfg.api_key is not None:
-        h["Authorization"] = f"Bearer {cfg.api_key.get_secret_value()}"
-    return h
-
-
 class BenchRunner:
     """Runs every level against every target (alternating targets per level), or a sweep's knee
-    search; every level is summarised (with goodput under the config's SLO)."""
+    search; every level is summarised (with goodput under the config's SLO).
+
+    ``transport``: what every request goes through (None: an llhttp client made in the loop that
+    sends, closed by :meth:`aclose`; one given is the caller's to close)."""
 
     def __init__(
         self,
@@ -80,35 +64,62 @@ class BenchRunner:
         run_id: str = "run",
         pool: LevelPool | None = None,
         t0: float | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.cfg = cfg
         self.pool = pool  # None: requests go from this process
         self.run_id = run_id
         self.prompts = prompts
-        self.sink = sink
-        self.on_record = on_record
-        self._ids = itertools.count()
-        self.records: list[RequestRecord] = []
+        self._t0 = time.perf_counter() if t0 is None else t0  # the run's start (perf_counter)
+        self.limits = FaultLimits(cfg, self._t0)
+        self.sink = RecordSink(self.limits, sink, on_record)
+        self.server = ServerReader(cfg)
         self.levels: list[LevelSummary] = []  # summaries of the levels that finished
-        self.stop_reason: str | None = None  # set when a limit ends the run early
         self.model: str | None = cfg.model
         self.model_root: str | None = None
-        self._unreadable: set[str] = set()  # --metrics-url already reported unreadable
-        self._t0 = time.perf_counter() if t0 is None else t0  # the run's start (perf_counter)
-        self._errors = 0
-        self._level_n = self._level_err = 0
         self.levels_run: dict[str, Level] = {}  # every level started, by label, in order
         self.knees = (
             None if cfg.sweep is None else KneeSweep(cfg.sweep, [n for n, _ in cfg.targets])
         )
-        self._http: StreamClient | None = None  # made in the loop that sends
-        self._endpoints: dict[str, Endpoint] = {}
+        self.sender = RequestSender(cfg, run_id=run_id, t0=self._t0)
+        self._given = transport
+        self._http: Transport | None = transport
         self.repeat = 0  # the run of the current level (--repeats)
         #: the completed runs of each (target, level), merged into one summary when it ends
         self._runs: dict[tuple[str, str], list[LevelSummary]] = {}
-        #: levels whose /metrics counters could not be used, and why (their acceptance is left
-        #: out): counts no decoder produces, from a wrong --metrics-url or a broken server
-        self.metrics_problems: list[str] = []
+
+    # ---------------------------------------------------------------- the collaborators' state
+    @property
+    def records(self) -> list[RequestRecord]:
+        """Every finished request of the run, in the order they finished."""
+        return self.sink.records
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why a limit ended the run early (None: it did not)."""
+        return self.limits.reason
+
+    @property
+    def metrics_problems(self) -> list[str]:
+        """Levels whose /metrics counters could not be used, and why."""
+        return self.server.problems
+
+    def new_id(self) -> int:
+        """The next request number of the run (records are numbered as they finish)."""
+        return self.sink.new_id()
+
+    def stop(self, reason: str) -> None:
+        """Send no more requests; the first reason given is kept."""
+        self.limits.stop(reason)
+
+    @property
+    def stopping(self) -> bool:
+        return self.limits.stopping
+
+    def take(self, rec: RequestRecord) -> None:
+        """A finished request, from this process or a worker: kept, counted against the limits,
+        handed to ``sink`` and ``on_record``."""
+        self.sink.take(rec)
 
     # ---------------------------------------------------------------- run
     async def run(self) -> list[LevelSummary]:
@@ -137,10 +148,10 @@ class BenchRunner:
             await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the streaming connections (:meth:`run` does; call it after using :meth:`one`
-        directly)."""
-        http, self._http = self._http, None
-        if http is not None:
+        """Close the connections of the runner's own client (:meth:`run` does; call it after
+        using :meth:`one` directly)."""
+        http, self._http = self._http, self._given
+        if http is not None and http is not self._given:
             await http.aclose()
 
     def sweep_level(self, load: float) -> Level:
@@ -166,53 +177,14 @@ class BenchRunner:
             return None  # cut short: its outcome does not count
         return summary.goodput.meets_slo
 
-    def new_id(self) -> int:
-        """The next request number of the run (records are numbered as they finish)."""
-        return next(self._ids)
-
-    def stop(self, reason: str) -> None:
-        """Send no more requests; the first reason given is kept."""
-        if self.stop_reason is None:
-            self.stop_reason = reason
-
-    @property
-    def stopping(self) -> bool:
-        limit = self.cfg.max_duration_s
-        if (
-            self.stop_reason is None
-            and limit is not None
-            and time.perf_counter() - self._t0 > limit
-        ):
-            self.stop(f"max duration {limit:g} s reached")
-        return self.stop_reason is not None
-
-    def _check_limits(self, rec: RequestRecord, level_records: int, level_errors: int) -> None:
-        cfg = self.cfg
-        if rec.ok:
-            return
-        self._errors += 1
-        if cfg.max_errors is not None and self._errors >= cfg.max_errors:
-            self.stop(f"{self._errors} failed requests (--max-errors {cfg.max_errors})")
-        if (
-            cfg.max_error_rate is not None
-            and level_records >= cfg.MIN_REQUESTS_FOR_RATE
-            and level_errors / level_records > cfg.max_error_rate
-        ):
-            self.stop(
-                f"error rate {level_errors}/{level_records} above --max-error-rate {cfg.max_error_rate:g}"
-            )
-
     def _close_level(self, level: Level) -> None:
         """The level's runs, one merged summary per target (in the targets' order)."""
         for name, _ in self.cfg.targets:
             runs = self._runs.pop((name, level.label), None)
             if runs:
                 self.levels.append(
-                    merge_runs(runs, self._records_of(name, level), slo=self.cfg.slo)
+                    merge_runs(runs, self.sink.of(name, level.label), slo=self.cfg.slo)
                 )
-
-    def _records_of(self, target: str, level: Level) -> list[RequestRecord]:
-        return [r for r in self.records if r.target == target and r.level == level.label]
 
     def unfinished_levels(self) -> list[LevelSummary]:
         """Summaries of levels that started but did not finish (an interrupted run): the runs of
@@ -221,14 +193,14 @@ class BenchRunner:
         out = []
         for level in self.levels_run.values():
             for name, url in self.cfg.targets:
-                recs = [r for r in self.records if r.target == name and r.level == level.label]
+                recs = self.sink.of(name, level.label)
                 if recs and (name, level.label) not in done:
                     runs = list(self._runs.get((name, level.label), []))
                     finished = {r.repeat for run in runs for r in run.runs}
                     partial = [r for r in recs if r.repeat not in finished]
                     if partial:
                         runs.append(
-                            self._summary(name, url, level, partial, None, repeat=partial[0].repeat)
+                            self._summary(name, url, level, partial, repeat=partial[0].repeat)
                         )
                     out.append(merge_runs(runs, recs, slo=self.cfg.slo))
         return out
@@ -239,11 +211,10 @@ class BenchRunner:
         url: str,
         level: Level,
         recs: list[RequestRecord],
-        acceptance: SpecAcceptance | None,
+        read: LevelAcceptance = LevelAcceptance(None, None),
         *,
         repeat: int = 0,
         validity: RunValidity | None = None,
-        acceptance_problem: str | None = None,
     ) -> LevelSummary:
         return summarize_level(
             target,
@@ -252,25 +223,46 @@ class BenchRunner:
             level.concurrency,
             level.rate,
             recs,
-            acceptance,
+            read.acceptance,
             slo=self.cfg.slo,
             time_scale=level.time_scale,
             repeat=repeat,
             validity=validity,
-            acceptance_problem=acceptance_problem,
+            acceptance_problem=read.problem,
         )
 
+    # ---------------------------------------------------------------- one level
     async def run_level(self, target: str, url: str, level: Level) -> LevelSummary:
+        """One run of ``level`` against ``target``: the counters read around it, its records
+        summarised with what distorted it."""
         self.levels_run.setdefault(level.label, level)
-        if self.model is None:
-            self.model = await self._first_model(url)
-        elif self.model_root is None and self.levels == []:
-            await self._first_model(url)  # --model given: the checkpoint behind the names
-        self._level_n = self._level_err = 0
-        metrics_urls = list(self.cfg.metrics_urls or (join_path(url, "/metrics"),))
-        before = await self._scrape(metrics_urls) if self.cfg.scrape_metrics else None
+        await self._discover_model(url)
+        self.limits.new_level()
+        urls = self.server.metrics_urls(url)
+        http = self._transport()
+        before = await self.server.counters(http, urls) if self.cfg.scrape_metrics else None
         start = len(self.records)
         lag = LoopLag.start() if self.pool is None else None
+        await self._send_level(target, url, level)
+        lag_ms = None if lag is None else lag.stop()
+        recs = self.records[start:]
+        after = None if before is None else await self.server.counters(http, urls)
+        read = LevelAcceptance(None, None)
+        if before is not None:
+            read = self.server.acceptance(before, after, where=f"{target} {level.label}", urls=urls)
+        server_lag = None if before is None or after is None else twin_lag(before, after)
+        validity = run_validity(recs, lag_ms, server_lag, workers=self.pool is not None)
+        return self._summary(target, url, level, recs, read, repeat=self.repeat, validity=validity)
+
+    async def _discover_model(self, url: str) -> None:
+        """The model name to send (the first one the server lists) and the checkpoint behind
+        it; with ``--model`` given, only the checkpoint, once."""
+        if self.model is None:
+            self.model, self.model_root = await self.server.model(self._transport(), url)
+        elif self.model_root is None and self.levels == []:
+            self.model_root = (await self.server.model(self._transport(), url)).root
+
+    async def _send_level(self, target: str, url: str, level: Level) -> None:
         if self.pool is not None:
             await self.pool.run_level(self, target, url, level)
         elif level.rate is not None or level.time_scale is not None:
@@ -283,86 +275,11 @@ class BenchRunner:
             await self.closed_loop(
                 target, url, level, range(n), level.concurrency or 1, time.perf_counter()
             )
-        lag_ms = None if lag is None else lag.stop()
-        recs = self.records[start:]
-        acceptance: SpecAcceptance | None = None
-        problem: str | None = None
-        after = None
-        if before is not None:
-            after = await self._scrape(metrics_urls)
-            if after is not None and any(c.present for c in after) and len(after) == len(before):
-                try:
-                    acceptance = spec_delta(before, after)
-                except ValueError as exc:  # accepted above drafted, a position above the last…
-                    problem = (
-                        f"the spec-decode counters of {', '.join(map(redact_url, metrics_urls))} "
-                        f"cannot be a decoder's ({exc}); the level's acceptance is left out"
-                    )
-                    self.metrics_problems.append(f"{target} {level.label}: {problem}")
-        server_lag = None if before is None or after is None else twin_lag(before, after)
-        validity = run_validity(recs, lag_ms, server_lag, workers=self.pool is not None)
-        return self._summary(
-            target, url, level, recs, acceptance, repeat=self.repeat, validity=validity,
-            acceptance_problem=problem,
-        )  # fmt: skip
 
-    def _client(self) -> StreamClient:
+    def _transport(self) -> Transport:
         if self._http is None:
             self._http = StreamClient(connect_timeout_s=self.cfg.timeout_s)
         return self._http
-
-    async def _get(self, url: str) -> bytes | None:
-        """The body of ``GET url`` when it answers 200 within the timeout, else None."""
-        return (await self._fetch(url))[0]
-
-    async def _fetch(self, url: str) -> tuple[bytes | None, str]:
-        """(the body of ``GET url`` when it answers 200 within the timeout, else None; why
-        not, redacted)."""
-        try:
-            bare, auth = split_credentials(url)  # user:password@ in a --metrics-url: a header
-            ep = StreamClient.endpoint(bare, {**_headers(self.cfg), **auth}, "GET")
-            reply = await asyncio.wait_for(self._client().request(ep), self.cfg.timeout_s)
-        except asyncio.TimeoutError:
-            return None, f"no answer within {self.cfg.timeout_s:g} s"
-        except (ConnectError, StreamTruncated, ProtocolError, OSError, ValueError) as exc:
-            return None, redact_url(str(exc) or type(exc).__name__)
-        if reply.status != 200:
-            return None, f"HTTP {reply.status}"
-        return reply.body, ""
-
-    async def _first_model(self, url: str) -> str | None:
-        """The first model the server lists at /v1/models (and its ``root``, the checkpoint
-        behind the name, kept in :attr:`model_root`)."""
-        body = await self._get(join_path(url, "/v1/models"))
-        try:
-            card = None if body is None else orjson.loads(body)["data"][0]
-            root = card.get("root") if isinstance(card, dict) else None
-            self.model_root = root if isinstance(root, str) and root else None
-            return None if card is None else str(card["id"])
-        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-            return None  # requests go without a model name; the server decides
-
-    async def _scrape(self, urls: list[str]) -> list[SpecCounters] | None:
-        """Every URL's spec-decode counters, or None. A ``--metrics-url`` given that cannot be
-        read is a problem reported once (the target's own ``/metrics`` may not exist)."""
-        out = []
-        for u in urls:
-            body, why = await self._fetch(u)
-            counters = None
-            if body is not None:
-                try:
-                    counters = parse_spec_counters(body.decode("utf-8", "replace"))
-                except ValueError:
-                    why = "not Prometheus text exposition"
-            if counters is None:
-                if self.cfg.metrics_urls and u not in self._unreadable:
-                    self._unreadable.add(u)
-                    self.metrics_problems.append(
-                        f"{redact_url(u)} could not be read ({why}): no acceptance from it"
-                    )
-                return None
-            out.append(counters)
-        return out
 
     # ---------------------------------------------------------------- load shapes
     def _schedule(self, level: Level) -> list[float]:
@@ -424,12 +341,11 @@ class BenchRunner:
         sem = asyncio.Semaphore(cap) if cap else None
         n = len(self.prompts)
         tasks = []
-        limit = self.cfg.max_duration_s
-        end = float("inf") if limit is None else self._t0 + limit
+        end = self.limits.end
         for i, t in zip(indices, times, strict=True):
             if start + t > end:  # due after --max-duration: not waited for (a far-off send)
                 await _sleep_until(end)
-                self.stop(f"max duration {limit:g} s reached")
+                self.limits.out_of_time()
             else:
                 await _sleep_until(start + t)
             if self.stopping:
@@ -456,51 +372,10 @@ class BenchRunner:
             await self._request(target, url, level, i, p, due)
 
     # ---------------------------------------------------------------- one request
-    def _payload(self, p: Prompt) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-            "temperature": self.cfg.temperature,
-        }
-        if self.model is not None:
-            body["model"] = self.model
-        if self.cfg.endpoint == "chat":
-            body["messages"] = (
-                p.messages
-                if p.messages is not None
-                else [{"role": "user", "content": p.prompt or ""}]
-            )
-        else:
-            body["prompt"] = p.prompt if p.prompt is not None else p.as_text()
-        if p.max_tokens is not None:
-            body["max_tokens"] = p.max_tokens
-        if p.ignore_eos:
-            body["ignore_eos"] = True
-        if p.cls is not None and self.cfg.send_class:
-            body["alphagate_class"] = p.cls
-        if self.cfg.save_text:
-            body["return_token_ids"] = True  # vLLM's extension; other servers ignore it
-        return body
-
     async def _request(
         self, target: str, url: str, level: Level, index: int, p: Prompt, due: float | None = None
     ) -> None:
         self.take(await self.one(target, url, level.label, index, p, scheduled_s=due))
-
-    def take(self, rec: RequestRecord) -> None:
-        """A finished request, from this process or a worker: kept, counted against the limits,
-        handed to ``sink`` and ``on_record``."""
-        self.records.append(rec)
-        self._level_n += 1
-        self._level_err += 0 if rec.ok else 1
-        self._check_limits(rec, self._level_n, self._level_err)
-        if self.sink is not None:
-            try:
-                self.sink(rec)
-            except OSError as exc:  # a full disk: keep what was written, stop cleanly
-                self.stop(f"cannot write the records file: {exc.strerror or exc}")
-        if self.on_record is not None:
-            self.on_record(rec)
 
     async def one(
         self,
@@ -513,157 +388,16 @@ class BenchRunner:
         scheduled_s: float | None = None,
     ) -> RequestRecord:
         """Send one streamed request and measure it; failures come back as records, not raises."""
-        state = ReplyStream(
-            time.time() if self.cfg.probe_send_time else None, keep_text=self.cfg.save_text
+        ask = Ask(target, url, level, index, p, scheduled_s)
+        return await self.sender.one(
+            self._transport(), ask, model=self.model, repeat=self.repeat, new_id=self.new_id
         )
-        send = time.perf_counter()
-        deadline = self.cfg.request_deadline_s(p.max_tokens)
-        watchdog = _Watchdog(self.cfg.timeout_s, deadline)
-        try:
-            err = await self._exchange(url, p, state, send, watchdog)
-        except asyncio.CancelledError:
-            if watchdog.fired is None:
-                raise
-            watchdog.uncancel()
-            if watchdog.fired == "stall":
-                err = ("stall_timeout", f"no data for {self.cfg.timeout_s:g} s")
-            else:
-                err = (
-                    "request_timeout",
-                    f"not finished after {deadline:g} s in all (--request-timeout; data kept "
-                    f"coming, each gap under the {self.cfg.timeout_s:g} s stall timeout)",
-                )
-        except ValueError as exc:  # a header HTTP cannot carry (the CLI refuses it before)
-            err = ("client_error", str(exc))
-        except ConnectError as exc:
-            err = ("connection_refused", str(exc))
-        except StreamTruncated as exc:
-            err = ("stream_truncated", str(exc))
-        except ProtocolError as exc:
-            err = ("client_error", f"the server's reply is not HTTP/1.1: {exc}")
-        except OSError as exc:  # the connection failed mid-exchange (reset, broken pipe)
-            err = ("stream_truncated", f"{type(exc).__name__}: {exc}")
-        finally:
-            watchdog.stop()
-        tokens, source = state.chunk_tokens()
-        spec, spec_problem = spec_of(state.spec)
-        return RequestRecord(
-            run_id=self.run_id,
-            id=self.new_id(),
-            target=target,
-            level=level,
-            cls=p.cls,
-            prompt_tokens=state.prompt_tokens,
-            output_tokens=state.output_tokens,
-            send_s=send - self._t0,
-            scheduled_s=scheduled_s,
-            ttft_s=state.times[0] if state.times else None,
-            chunk_times_s=state.times,
-            chunk_tokens=tokens,
-            tokens_per_chunk_source=source,
-            e2e_s=state.last_s,
-            error_type=None if err is None else err[0],
-            error_message=None if err is None else err[1],
-            warmup=index < self.cfg.warmup,
-            repeat=self.repeat,
-            spec=spec,
-            spec_problem=spec_problem,
-            delivery_s=state.delivery if self.cfg.probe_send_time else None,
-            text=None if state.kept is None else _saved_text(self._payload(p), state.kept),
-        )
-
-    async def _exchange(
-        self, url: str, p: Prompt, state: ReplyStream, send: float, watchdog: _Watchdog
-    ) -> tuple[str, str] | None:
-        """POST the request and read its stream into ``state``; returns a failure or None."""
-        ep = self._endpoints.get(url)
-        if ep is None:
-            path = "/v1/chat/completions" if self.cfg.endpoint == "chat" else "/v1/completions"
-            headers = {**_headers(self.cfg), "Content-Type": "application/json"}
-            ep = self._endpoints[url] = StreamClient.endpoint(join_path(url, path), headers)
-        payloads, event = SSEParser().payloads, state.event
-        problems: list[tuple[str, str]] = []
-        received = 0  # body bytes read
-
-        def sink(data: bytes, t: float) -> bool:
-            # one network read, stamped once (several events per read under load)
-            nonlocal received
-            watchdog.last = t
-            received += len(data)
-            now = t - send
-            try:
-                events = payloads(data)
-            except EventTooLong as exc:  # a line or event that never ends: not a stream
-                problems.append(("malformed_sse", str(exc)))
-                return True
-            for payload in events:
-                problem = event(payload, now)
-                if problem is not None:
-                    problems.append(problem)
-                    return True
-            return state.done
-
-        try:
-            body = orjson.dumps(self._payload(p))
-        except TypeError as exc:  # not text (a lone surrogate): the dataset loader refuses it
-            return ("client_error", f"the request cannot be sent as JSON: {exc}")
-        reply = await self._client().request(ep, body, sink)
-        return _outcome(reply, problems, state, received, ep)
-
-
-def _outcome(
-    reply: Reply, problems: list[tuple[str, str]], state: ReplyStream, received: int, ep: Endpoint
-) -> tuple[str, str] | None:
-    """What a finished exchange was: None for a whole stream, else (error type, message)."""
-    status = reply.status
-    if 300 <= status < 400:
-        where = ep.secrets.redact(reply.location) if reply.location else "no Location given"
-        return (
-            f"http_{status}",
-            f"redirected to {where} (HTTP {status}): the bench does not follow redirects; "
-            "give the URL it points to",
-        )
-    if status >= 400:
-        text = reply.body.decode("utf-8", "replace")
-        return (f"http_{status}", error_message(text[:2000]))
-    if reply.whole_json:
-        said = ep.secrets.redact(error_message(reply.body.decode("utf-8", "replace")[:2000]))
-        return (
-            "not_a_stream",
-            f"the server answered {status} with a JSON body, not a stream (does it ignore "
-            f'"stream": true?): {said[:200]}',
-        )
-    if problems:
-        return problems[0]
-    if state.done:
-        if state.events == 0:
-            return (
-                "empty_stream",
-                "the stream ended with [DONE] before any chunk: nothing streamed",
-            )
-        return None
-    if received == 0:
-        return ("empty_stream", f"the server answered {status} with an empty body: no SSE event")
-    return ("stream_truncated", "the stream ended without [DONE]")
 
 
 #: the event loop's timers wake up to ~1 ms late (epoll rounds its timeout up to whole ms), so
 #: an open-loop send sleeps until this long before its time and yields to the loop for the rest:
 #: the median send lag falls from ~0.7 ms to ~0.03 ms for ~0.35 ms of client CPU per request
 _SPIN_S = 0.001
-
-
-def _saved_text(body: dict[str, Any], kept: dict[str, Any]) -> RequestText:
-    """``--save-text``: the request as sent and the output as streamed."""
-    return RequestText(
-        prompt=body.get("prompt"),
-        messages=body.get("messages"),
-        prompt_token_ids=kept["prompt_ids"],
-        output="".join(kept["text"]),
-        output_token_ids=kept["ids"] or None,
-        finish_reason=kept["finish"],
-        temperature=float(body.get("temperature", 0.0)),
-    )
 
 
 async def _sleep_until(t: float) -> None:
@@ -673,40 +407,3 @@ async def _sleep_until(t: float) -> None:
         await asyncio.sleep(delay - _SPIN_S)
     while time.perf_counter() < t:
         await asyncio.sleep(0)
-
-
-class _Watchdog:
-    """Cancels the current task after ``limit`` seconds without data (``fired = "stall"``), or
-    ``total`` seconds after it started however the data comes (``fired = "deadline"``: a
-    server that sends one byte a second never stalls).
-
-    One timer per timeout period rather than one per read (a timer per chunk cost ~5% of the
-    client's CPU when aiohttp's ``sock_read`` armed one). The reader marks each read by setting
-    :attr:`last` (``time.perf_counter()``), an attribute store rather than a call.
-    """
-
-    def __init__(self, limit: float, total: float) -> None:
-        self.limit = limit
-        self.fired: Literal["stall", "deadline"] | None = None
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
-        self.last = time.perf_counter()  # the last read
-        self.deadline = self.last + total
-        self._handle = self._loop.call_later(min(limit, total), self._check)
-
-    def _check(self) -> None:
-        now = time.perf_counter()
-        idle = now - self.last
-        if self._task is not None and (idle >= self.limit or now >= self.deadline):
-            self.fired = "stall" if idle >= self.limit else "deadline"
-            self._task.cancel()
-        else:
-            wait = min(self.limit - idle, self.deadline - now)
-            self._handle = self._loop.call_later(max(wait, 0.0), self._check)
-
-    def uncancel(self) -> None:
-        if self._task is not None and hasattr(self._task, "uncancel"):
-            self._task.uncancel()
-
-    def stop(self) -> None:
-        self._handle.cancel()

@@ -375,6 +375,50 @@ def _worker_main(
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+class _Inbox:
+    """The coordinator's messages to a worker: levels queued in :attr:`queue`; ``stop`` and
+    ``abort`` acted on at once, as is SIGTERM or SIGHUP (an abort, the coordinator told first).
+    """
+
+    def __init__(self, conn: Connection, terminated: list[bool]) -> None:
+        self.conn = conn
+        self.terminated = terminated
+        self.queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self.current: list[asyncio.Task[None]] = []  # the level being sent
+        self.runner: BenchRunner | None = None
+
+    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        _watch(loop, self.conn, self.readable)
+        loop.add_signal_handler(signal.SIGTERM, self.sigterm)
+        # a closed terminal hangs up the whole process group: as SIGTERM (unless nohup ignores it)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            loop.add_signal_handler(signal.SIGHUP, self.sigterm)
+
+    def abort(self) -> None:
+        self.queue.put_nowait(("abort",))
+        for task in self.current:
+            task.cancel()
+
+    def readable(self) -> None:
+        try:
+            while self.conn.poll():
+                msg = self.conn.recv()
+                if msg[0] == "stop" and self.runner is not None:
+                    self.runner.stop("stopped by the coordinator")
+                elif msg[0] == "abort":
+                    self.abort()
+                else:
+                    self.queue.put_nowait(msg)
+        except (EOFError, OSError):
+            self.abort()  # the coordinator is gone: send nothing more
+
+    def sigterm(self) -> None:
+        self.terminated.append(True)
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send_bytes(b"T")  # before the records still in flight, and before EOF
+        self.abort()
+
+
 async def _serve(
     conn: Connection,
     cfg: BenchConfig,
@@ -384,55 +428,22 @@ async def _serve(
     terminated: list[bool],
 ) -> None:
     loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
-    current: list[asyncio.Task[None]] = []
+    inbox = _Inbox(conn, terminated)
+    inbox.listen(loop)
     outbox = _Outbox(conn)
-    runner_ref: list[BenchRunner] = []
-
-    def abort() -> None:
-        inbox.put_nowait(("abort",))
-        for task in current:
-            task.cancel()
-
-    def readable() -> None:
-        try:
-            while conn.poll():
-                msg = conn.recv()
-                if msg[0] == "stop" and runner_ref:
-                    runner_ref[0].stop("stopped by the coordinator")
-                elif msg[0] == "abort":
-                    abort()
-                else:
-                    inbox.put_nowait(msg)
-        except (EOFError, OSError):
-            abort()  # the coordinator is gone: send nothing more
-
-    _watch(loop, conn, readable)
-
-    def sigterm() -> None:
-        terminated.append(True)
-        with contextlib.suppress(OSError, ValueError):
-            conn.send_bytes(b"T")  # before the records still in flight, and before EOF
-        abort()
-
-    loop.add_signal_handler(signal.SIGTERM, sigterm)
-    # a closed terminal hangs up the whole process group: as SIGTERM (unless nohup ignores it)
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        loop.add_signal_handler(signal.SIGHUP, sigterm)
     t0 = time.perf_counter() - (time.time() - t0_wall)  # the coordinator's run start, here
-    runner = BenchRunner(cfg, prompts, sink=outbox.add, run_id=run_id, t0=t0)
-    runner_ref.append(runner)
+    runner = inbox.runner = BenchRunner(cfg, prompts, sink=outbox.add, run_id=run_id, t0=t0)
     while True:
-        msg = await inbox.get()
+        msg = await inbox.queue.get()
         if msg[0] != "level":
             break
         _, target, url, level, model, share, start_wall = msg
         runner.model = model
         task = loop.create_task(_run_share(runner, target, url, level, share, start_wall))
-        current.append(task)
+        inbox.current.append(task)
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        current.clear()
+        inbox.current.clear()
         outbox.flush()
         if task.cancelled():
             break

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import Final, NamedTuple
 
 from pydantic import Field, SecretStr
 
@@ -42,6 +42,7 @@ from alphagate.calibrate.observations import Observation, observations_from_resu
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 from alphagate.core.secrets import Secrets, auth_headers, plain_http_warning, redact
+from alphagate.net.transport import Transport
 
 __all__ = [
     "FIRST_TOKEN_S",
@@ -195,39 +196,68 @@ class SweepInterrupted(Exception):
         self.runs = runs
 
 
+class _Shape(NamedTuple):
+    """The levels of one bench run and the requests it sends."""
+
+    levels: tuple[Level, ...]
+    prompt_tokens: int  # words of each synthetic prompt
+    output_tokens: int  # tokens each request asks for, exactly
+    from_dataset: bool  # prompts from --dataset, when one is given
+
+
+@dataclass(frozen=True)
+class _Hooks:
+    """What every bench run of a sweep reports to, and sends through."""
+
+    on_level: Callable[[str, str], None] | None
+    on_record: Callable[[RequestRecord], None] | None
+    transport: Transport | None
+
+
+def _shapes(sweep: LiveSweep) -> list[_Shape]:
+    """The concurrency levels (if any), then the prefill probe (if any)."""
+    main = tuple(
+        Level(label=f"c{c}", concurrency=c, requests=sweep.requests(c)) for c in sweep.concurrencies
+    )
+    shapes = (
+        [_Shape(main, sweep.prompt_tokens, sweep.output_tokens, True)]
+        if sweep.concurrencies
+        else []
+    )
+    if sweep.prefill_probe_tokens is not None:
+        probe = (Level(label=PROBE, concurrency=1, requests=MIN_REQUESTS),)
+        shapes.append(_Shape(probe, sweep.prefill_probe_tokens, PROBE_OUTPUT, False))
+    return shapes
+
+
 def run_live_sweep(
     sweep: LiveSweep,
     *,
     on_level: Callable[[str, str], None] | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
+    transport: Transport | None = None,
 ) -> tuple[list[Observation], list[SweepRun]]:
-    """Measure every concurrency on every server; returns the observations and the runs.
+    """Measure every concurrency on every server; returns the observations and the runs. Every
+    request, ``/metrics`` and ``/v1/models`` read goes through ``transport`` (None: bench's
+    llhttp client; a test passes a ``MockTransport``).
 
     Raises :class:`ConfigError` when a server fails (its HTTP status and message, redacted) or
     reports inconsistent counters, and :class:`SweepInterrupted` on Ctrl-C."""
     if not sweep.concurrencies and sweep.prefill_probe_tokens is None:
         raise ConfigError("nothing to measure: no concurrency level and no prefill probe")
     servers = sweep.servers()
-    main = tuple(
-        Level(label=f"c{c}", concurrency=c, requests=sweep.requests(c)) for c in sweep.concurrencies
-    )
-    # (levels, prompt words, output tokens, prompts from --dataset)
-    shapes = [(main, sweep.prompt_tokens, sweep.output_tokens, True)] if sweep.concurrencies else []
-    if sweep.prefill_probe_tokens is not None:
-        probe = (Level(label=PROBE, concurrency=1, requests=MIN_REQUESTS),)
-        shapes.append((probe, sweep.prefill_probe_tokens, PROBE_OUTPUT, False))
+    shapes = _shapes(sweep)
+    hooks = _Hooks(on_level, on_record, transport)
     observations: list[Observation] = []
     runs: list[SweepRun] = []
     try:
         for i, srv in enumerate(servers):
             if sweep.warmup_requests:
                 warm = (Level(label=WARMUP, concurrency=1, requests=sweep.warmup_requests),)
-                n_out = shapes[0][2]
-                _run(sweep, srv, warm, shapes[0][1], n_out, shapes[0][3], f"calibrate-{i}-warmup",
-                     on_level, on_record, max_errors=1)  # fmt: skip
-            for j, (levels, n_in, n_out, from_dataset) in enumerate(shapes):
-                run = _run(sweep, srv, levels, n_in, n_out, from_dataset, f"calibrate-{i}-{j}",
-                           on_level, on_record)  # fmt: skip
+                shape = shapes[0]._replace(levels=warm)
+                _run(sweep, srv, shape, f"calibrate-{i}-warmup", hooks, max_errors=1)
+            for j, shape in enumerate(shapes):
+                run = _run(sweep, srv, shape, f"calibrate-{i}-{j}", hooks)
                 runs.append(run)
                 observations += observations_from_result(run.result, run.records, srv.shown)
     except _Interrupted as stop:
@@ -250,47 +280,55 @@ class _Interrupted(Exception):
         self.run = run
 
 
-def _run(
-    sweep: LiveSweep,
-    srv: _Server,
-    levels: tuple[Level, ...],
-    n_in: int,
-    n_out: int,
-    from_dataset: bool,
-    run_id: str,
-    on_level: Callable[[str, str], None] | None,
-    on_record: Callable[[RequestRecord], None] | None,
-    *,
-    max_errors: int | None = None,
-) -> SweepRun:
-    """One bench run of ``levels`` on one server, checked: every failure and interruption
-    raised (see :func:`run_live_sweep`)."""
-    n = max(lv.requests or 1 for lv in levels)
-    total = sum(lv.requests or 1 for lv in levels)
-    prompts = _prompts(sweep, n, n_in, n_out, from_dataset)
-    cfg = BenchConfig(
+def _bench_config(
+    sweep: LiveSweep, srv: _Server, shape: _Shape, n: int, max_errors: int | None
+) -> BenchConfig:
+    """``n`` prompts on one server, the run ended once its failures cannot stay within
+    :data:`MAX_FAILED_SHARE` (``max_errors`` when given)."""
+    total = sum(lv.requests or 1 for lv in shape.levels)
+    return BenchConfig(
         targets=(("default", srv.url),),
         model=sweep.model,
         api_key=None,  # in srv.headers: the key, or the URL's credentials
         headers=srv.headers,
-        levels=levels,
+        levels=shape.levels,
         num_prompts=n,
         seed=sweep.seed,
         timeout_s=sweep.stall_timeout_s(),
-        request_timeout_s=sweep.request_deadline_s(n_out),
+        request_timeout_s=sweep.request_deadline_s(shape.output_tokens),
         metrics_urls=(srv.metrics_url,) if srv.metrics_url else None,
         max_errors=max_errors or 1 + math.floor(MAX_FAILED_SHARE * total),
     )
+
+
+def _run(
+    sweep: LiveSweep,
+    srv: _Server,
+    shape: _Shape,
+    run_id: str,
+    hooks: _Hooks,
+    *,
+    max_errors: int | None = None,
+) -> SweepRun:
+    """One bench run of ``shape`` on one server, checked: every failure and interruption
+    raised (see :func:`run_live_sweep`)."""
+    n = max(lv.requests or 1 for lv in shape.levels)
+    prompts = _prompts(sweep, n, shape)
+    cfg = _bench_config(sweep, srv, shape, n, max_errors)
     records: list[RequestRecord] = []
-    sink = _Collector(records, srv.shown, on_level, on_record)
+    sink = _Collector(records, srv.shown, hooks.on_level, hooks.on_record)
     secrets = sweep.secrets() | Secrets.of(headers=srv.headers)
     problems: list[str] = []
-    result = run_bench(cfg, prompts, run_id=run_id, sink=sink, metrics_problems=problems)
+    result = run_bench(
+        cfg, prompts, run_id=run_id, sink=sink, metrics_problems=problems,
+        transport=hooks.transport,
+    )  # fmt: skip
     if problems and not result.interrupted:  # accepted above drafted, …: K and α unknown
         raise ConfigError(
             f"{srv.shown}: its /metrics cannot be calibrated from: {redact(problems[0], secrets)}"
         )
     result = _shown(result, srv.shown)
+    levels = shape.levels
     if result.interrupted:
         done = [lv for lv in result.levels if _complete(lv, levels)]
         if not done or levels[0].label == WARMUP:
@@ -353,8 +391,9 @@ def _first_failure(records: list[RequestRecord], secrets: Secrets) -> str:
     return f"; the first failure: {kind}" + (f": {message}" if message else "")
 
 
-def _prompts(sweep: LiveSweep, n: int, n_in: int, n_out: int, from_dataset: bool) -> list[Prompt]:
-    if not from_dataset or sweep.dataset is None:
+def _prompts(sweep: LiveSweep, n: int, shape: _Shape) -> list[Prompt]:
+    n_in, n_out = shape.prompt_tokens, shape.output_tokens
+    if not shape.from_dataset or sweep.dataset is None:
         return load_prompts(f"synthetic:in={n_in},out={n_out}", n, sweep.seed)[0]
     try:
         loaded, _ = load_prompts(sweep.dataset, n, sweep.seed)

@@ -4,6 +4,9 @@ enough drafts are seen.
 Each endpoint (a replica) is scraped every ``interval_s``; the increase of its counters between
 consecutive scrapes is summed (:class:`~alphagate.measure.prom.CounterWindow`), so a replica that
 restarts inside the window is counted from its restart, and replicas are summed after that.
+Every scrape is :func:`~alphagate.measure.scrape.scrape_counters` through one transport
+(:mod:`alphagate.net`; a test passes a ``MockTransport``), its connections kept alive between
+scrapes.
 
 Credentials in a URL become an ``Authorization`` header (:mod:`alphagate.core.secrets`); every
 URL shown or written, and every error, is redacted. Two URLs of one replica (``127.0.0.1:P`` and
@@ -13,6 +16,7 @@ URL shown or written, and every error, is redacted. Two URLs of one replica (``1
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from collections.abc import Callable
@@ -28,6 +32,9 @@ from alphagate.core.secrets import Secrets, redact, split_credentials
 from alphagate.measure.estimate import estimate
 from alphagate.measure.prom import CounterWindow, SpecAcceptance, SpecCounters, parse_spec_counters
 from alphagate.measure.results import MeasureError, MeasureResult
+from alphagate.measure.scrape import ScrapeError, scrape_counters
+from alphagate.net.client import StreamClient
+from alphagate.net.transport import Transport, TransportError, get
 
 __all__ = [
     "GAUGE_SCRAPES",
@@ -115,25 +122,20 @@ def _duplicates(replicas: list[Replica]) -> list[str]:
     return twice
 
 
-def _error_text(exc: BaseException, secrets: Secrets) -> str:
+def _error_text(exc: BaseException | None, secrets: Secrets) -> str:
     return redact(f"{type(exc).__name__}: {exc}", secrets)
 
 
-async def _sglang_server_info(session: object, rep: Replica, cfg: LiveConfig) -> float | None:
+async def _sglang_server_info(transport: Transport, rep: Replica, cfg: LiveConfig) -> float | None:
     """SGLang without spec-decode metrics: ``/get_server_info`` →
     ``internal_states[0].avg_spec_accept_length``, τ averaged since the server started."""
-    import aiohttp
-
-    assert isinstance(session, aiohttp.ClientSession)
     url = _with_path(rep.url, lambda p: p.removesuffix("/metrics") + "/get_server_info")
     try:
-        async with session.get(
-            url, headers=rep.headers, timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)
-        ) as resp:
-            if resp.status != 200:
-                return None
-            info = await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, UnicodeDecodeError):
+        reply = await get(transport, url, rep.headers, timeout_s=cfg.timeout_s)
+        if reply.status != 200:
+            return None
+        info = json.loads(reply.body)
+    except (TransportError, OSError, asyncio.TimeoutError, ValueError, UnicodeDecodeError):
         return None
     states = info.get("internal_states") if isinstance(info, dict) else None
     first = states[0] if isinstance(states, list) and states else None
@@ -141,37 +143,33 @@ async def _sglang_server_info(session: object, rep: Replica, cfg: LiveConfig) ->
     return float(tau) if isinstance(tau, int | float) and not isinstance(tau, bool) else None
 
 
-async def _scrape(session: object, rep: Replica, cfg: LiveConfig, secrets: Secrets) -> SpecCounters:
-    import aiohttp
+def _scrape_message(exc: ScrapeError, url: str, secrets: Secrets) -> str:
+    """What a failed scrape of ``url`` (as shown) tells the user."""
+    if exc.kind in ("timeout", "unreachable"):
+        return f"cannot reach {url}: {_error_text(exc.cause, secrets)}"
+    if exc.kind == "status":
+        return f"{url} answered HTTP {exc.status} {exc.reason}".rstrip()
+    if exc.kind == "not_text":
+        return (
+            f"{url} did not return Prometheus text exposition (its body is not UTF-8 text: "
+            f"binary, or another encoding; {exc.size:,} bytes)"
+        )
+    return f"{url} did not return Prometheus text exposition ({_error_text(exc.cause, secrets)})"
 
-    assert isinstance(session, aiohttp.ClientSession)
+
+async def _scrape(
+    transport: Transport, rep: Replica, cfg: LiveConfig, secrets: Secrets
+) -> SpecCounters:
     url = rep.shown
     try:
-        async with session.get(
-            rep.url, headers=rep.headers, timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)
-        ) as resp:
-            if resp.status != 200:
-                raise MeasureError(
-                    f"{url} answered HTTP {resp.status} {resp.reason or ''}".rstrip()
-                )
-            body = await resp.read()
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-        raise MeasureError(f"cannot reach {url}: {_error_text(exc, secrets)}") from None
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MeasureError(
-            f"{url} did not return Prometheus text exposition (its body is not UTF-8 text: "
-            f"binary, or another encoding; {len(body):,} bytes)"
-        ) from None
-    try:
-        snap = parse_spec_counters(text, model_name=cfg.model_name, engine=cfg.engine)
-    except ValueError as exc:
-        raise MeasureError(
-            f"{url} did not return Prometheus text exposition ({_error_text(exc, secrets)})"
-        ) from None
+        snap = await scrape_counters(
+            transport, rep.url, rep.headers, timeout_s=cfg.timeout_s,
+            model_name=cfg.model_name, engine=cfg.engine,
+        )  # fmt: skip
+    except ScrapeError as exc:
+        raise MeasureError(_scrape_message(exc, url, secrets)) from None
     if not snap.present:
-        tau = await _sglang_server_info(session, rep, cfg)
+        tau = await _sglang_server_info(transport, rep, cfg)
         if tau is not None:
             snap.present = snap.matched = snap.since_boot = True
             snap.sglang_accept_length.append(tau)
@@ -204,10 +202,19 @@ class LiveWindow:
     """Counters of every replica since the first scrape: scrape, then read the acceptance over
     everything seen, or over a sliding window of the last ``window_s`` seconds."""
 
-    def __init__(self, cfg: LiveConfig, sources: list[str] | None = None) -> None:
-        """``sources``: the replicas, when not ``cfg.urls`` (saved scrapes: one server). Raises
-        :class:`MeasureError` for a URL that cannot be split or two URLs of one replica."""
+    def __init__(
+        self,
+        cfg: LiveConfig,
+        sources: list[str] | None = None,
+        *,
+        transport: Transport | None = None,
+    ) -> None:
+        """``sources``: the replicas, when not ``cfg.urls`` (saved scrapes: one server).
+        ``transport``: what scrapes go through (None: a client of its own per :meth:`scrape`,
+        so that each may run in an event loop of its own). Raises :class:`MeasureError` for a
+        URL that cannot be split or two URLs of one replica."""
         self.cfg = cfg
+        self.transport = transport
         self.secrets = Secrets.of(urls=cfg.urls)
         if sources is not None:
             self.replicas = [Replica(s, s) for s in sources]
@@ -232,24 +239,29 @@ class LiveWindow:
     async def scrape(self) -> None:
         """Scrape every replica once. The first scrape must reach all of them (else
         :class:`MeasureError`); later, a replica that blips is noted and skipped."""
-        import aiohttp
-
-        async with aiohttp.ClientSession() as session:
-            if self.scrapes == 0:
-                snaps: list[SpecCounters | None] = list(
-                    await asyncio.gather(
-                        *(_scrape(session, r, self.cfg, self.secrets) for r in self.replicas)
-                    )
-                )
-            else:
-                snaps = []
-                for r in self.replicas:
-                    try:
-                        snaps.append(await _scrape(session, r, self.cfg, self.secrets))
-                    except MeasureError as exc:
-                        self.notes.append(f"{time.strftime('%H:%M:%S')}: {exc}")
-                        snaps.append(None)
+        transport = self.transport or StreamClient(connect_timeout_s=self.cfg.timeout_s)
+        try:
+            snaps = await self._round(transport)
+        finally:
+            if transport is not self.transport:
+                await transport.aclose()
         self.add(snaps, time.time())
+
+    async def _round(self, transport: Transport) -> list[SpecCounters | None]:
+        if self.scrapes == 0:
+            return list(
+                await asyncio.gather(
+                    *(_scrape(transport, r, self.cfg, self.secrets) for r in self.replicas)
+                )
+            )
+        snaps: list[SpecCounters | None] = []
+        for r in self.replicas:
+            try:
+                snaps.append(await _scrape(transport, r, self.cfg, self.secrets))
+            except MeasureError as exc:
+                self.notes.append(f"{time.strftime('%H:%M:%S')}: {exc}")
+                snaps.append(None)
+        return snaps
 
     def add(self, snaps: list[SpecCounters | None], t: float) -> None:
         """One scrape round, taken at Unix time ``t`` (None: that replica was not reached)."""
@@ -345,9 +357,22 @@ class LiveWindow:
 
 
 async def _watch(
-    cfg: LiveConfig, on_update: Callable[[MeasureResult], None] | None
+    cfg: LiveConfig,
+    on_update: Callable[[MeasureResult], None] | None,
+    transport: Transport | None,
 ) -> MeasureResult:
-    win = LiveWindow(cfg)
+    client = transport or StreamClient(connect_timeout_s=cfg.timeout_s)
+    try:
+        return await _scrape_until_enough(LiveWindow(cfg, transport=client), on_update)
+    finally:
+        if transport is None:
+            await client.aclose()
+
+
+async def _scrape_until_enough(
+    win: LiveWindow, on_update: Callable[[MeasureResult], None] | None
+) -> MeasureResult:
+    cfg = win.cfg
     await win.scrape()
     while True:
         await asyncio.sleep(cfg.interval_s)
@@ -369,10 +394,15 @@ async def _watch(
 
 
 def measure_live(
-    cfg: LiveConfig, on_update: Callable[[MeasureResult], None] | None = None
+    cfg: LiveConfig,
+    on_update: Callable[[MeasureResult], None] | None = None,
+    *,
+    transport: Transport | None = None,
 ) -> MeasureResult:
-    """Scrape until ``min_drafts`` drafts or ``duration_s``; raises :class:`MeasureError`."""
-    return asyncio.run(_watch(cfg, on_update))
+    """Scrape until ``min_drafts`` drafts or ``duration_s``, every scrape through ``transport``
+    (None: one client for the whole watch, its connections kept alive between scrapes); raises
+    :class:`MeasureError`."""
+    return asyncio.run(_watch(cfg, on_update, transport))
 
 
 def looks_like_exposition(path: Path) -> bool:

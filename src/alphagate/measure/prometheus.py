@@ -14,21 +14,23 @@ With ``step`` the same increases over each step give α over time, so a drop in 
 a traffic shift is visible; with ``by`` (e.g. ``instance``) each replica gets its own series.
 ``increase`` extrapolates to the window's edges, so the counts are not whole numbers.
 
-Credentials in the server's URL (``http://user:password@prometheus:9090``) are sent as an
-``Authorization`` header — ``urllib`` would take ``user:password@host`` for the host — and the
-URL is redacted wherever it is shown or written, as is every error (:mod:`alphagate.core.secrets`).
+Every query goes through one transport (:mod:`alphagate.net`; a test passes a
+``MockTransport``), on connections kept alive for the measurement. Credentials in the server's
+URL (``http://user:password@prometheus:9090``) are sent as an ``Authorization`` header, never as
+userinfo, and the URL is redacted wherever it is shown or written, as is every error
+(:mod:`alphagate.core.secrets`). A redirect is not followed (it would carry the credentials to
+another host): the error says where it points.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
 import re
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -39,6 +41,8 @@ from alphagate.core.secrets import Secrets, redact, split_credentials
 from alphagate.measure.estimate import Batch, estimate
 from alphagate.measure.prom import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POS
 from alphagate.measure.results import MeasureError, MeasureResult, SeriesPoint
+from alphagate.net.client import StreamClient
+from alphagate.net.transport import Reply, Transport, TransportError, get
 
 __all__ = ["PrometheusQuery", "measure_prometheus", "parse_duration"]
 
@@ -107,67 +111,83 @@ def _dur(seconds: float) -> str:
     return f"{round(seconds)}s"
 
 
-def _target(q: PrometheusQuery) -> tuple[str, dict[str, str], Secrets]:
-    """The server's URL without credentials, the ``Authorization`` header they become, and the
-    secrets the requests carry (for redacting what comes back)."""
-    try:
-        bare, headers = split_credentials(q.url)
-    except ConfigError as exc:
-        raise MeasureError(str(exc)) from None
-    return bare, headers, Secrets.of(urls=(q.url,), headers=headers)
+class _Api:
+    """The server's HTTP API through one transport: the URL's credentials sent as an
+    ``Authorization`` header, its query (a key a proxy takes) kept, every URL and message shown
+    redacted."""
+
+    def __init__(self, q: PrometheusQuery, transport: Transport) -> None:
+        try:
+            bare, headers = split_credentials(q.url)
+        except ConfigError as exc:
+            raise MeasureError(str(exc)) from None
+        self.q, self.transport, self.bare, self.headers = q, transport, bare, headers
+        self.secrets = Secrets.of(urls=(q.url,), headers=headers)
+
+    def url(self, path: str, params: dict[str, str]) -> str:
+        parts = urllib.parse.urlsplit(self.bare)
+        query = "&".join(x for x in (parts.query, urllib.parse.urlencode(params)) if x)
+        return urllib.parse.urlunsplit(
+            (parts.scheme, parts.netloc, parts.path.rstrip("/") + path, query, "")
+        )
+
+    async def reply(self, path: str, params: dict[str, str]) -> Reply:
+        """``GET`` an API path; raises :class:`MeasureError` when there is no reply."""
+        try:
+            return await get(
+                self.transport, self.url(path, params), self.headers, timeout_s=self.q.timeout_s
+            )
+        except asyncio.TimeoutError:
+            why = f"no answer within {self.q.timeout_s:g} s"
+        except (TransportError, OSError, ValueError) as exc:
+            why = redact(str(exc) or type(exc).__name__, self.secrets)
+        raise MeasureError(f"cannot reach Prometheus at {self.q.shown}: {why}")
+
+    async def result(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        """The ``data.result`` of an API answer; raises :class:`MeasureError` (every URL and
+        message redacted) on anything else."""
+        shown, secrets = self.q.shown, self.secrets
+        reply = await self.reply(path, params)
+        _check_status(reply, shown, secrets)
+        try:
+            data = json.loads(reply.body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise MeasureError(
+                f"{shown} did not answer with Prometheus API JSON (is it Prometheus?)"
+            ) from None
+        if not isinstance(data, dict) or data.get("status") != "success":
+            err = data.get("error") if isinstance(data, dict) else None
+            why = redact(str(err), secrets) if err else "not a success response"
+            raise MeasureError(f"Prometheus at {shown}: {why}")
+        inner = data.get("data")
+        result = inner.get("result") if isinstance(inner, dict) else None
+        if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
+            raise MeasureError(
+                f"{shown} answered {path} without a data.result list (is it Prometheus?)"
+            )
+        return result
+
+    async def instant(self, expr: str, at: float) -> list[dict[str, Any]]:
+        return await self.result("/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
 
 
-def _open(q: PrometheusQuery, path: str, params: dict[str, str]) -> Any:
-    """``GET`` an API path, the URL's credentials sent as an ``Authorization`` header and its
-    query (a key a proxy takes) kept."""
-    bare, headers, _ = _target(q)
-    parts = urllib.parse.urlsplit(bare)
-    query = "&".join(x for x in (parts.query, urllib.parse.urlencode(params)) if x)
-    url = urllib.parse.urlunsplit(
-        (parts.scheme, parts.netloc, parts.path.rstrip("/") + path, query, "")
-    )
-    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=q.timeout_s)
-
-
-def _get(q: PrometheusQuery, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
-    """The ``data.result`` of an API answer; raises :class:`MeasureError` (every URL and
-    message redacted) on anything else."""
-    shown, (_, _, secrets) = q.shown, _target(q)
-    try:
-        with _open(q, path, params) as resp:
-            body = resp.read()
-    except urllib.error.HTTPError as exc:
-        detail: object = exc.read().decode("utf-8", "replace")[:300]
+def _check_status(reply: Reply, shown: str, secrets: Secrets) -> None:
+    """Raise :class:`MeasureError` for a reply that is not a 2xx: a redirect says where it
+    points, an error what the server said (the API's ``error`` field where it sent JSON)."""
+    if 300 <= reply.status < 400:
+        where = reply.location or "no Location given"
+        raise MeasureError(
+            f"Prometheus at {shown} redirected to {redact(where, secrets)} (HTTP "
+            f"{reply.status}): give the URL it points to"
+        )
+    if reply.status >= 400:
+        detail: object = reply.body.decode("utf-8", "replace")[:300]
         with contextlib.suppress(json.JSONDecodeError, AttributeError):
             detail = json.loads(str(detail)).get("error", detail)
         raise MeasureError(
-            f"Prometheus at {shown} refused the query ({exc.code}): {redact(str(detail), secrets)}"
-        ) from None
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        raise MeasureError(
-            f"cannot reach Prometheus at {shown}: {redact(str(exc), secrets)}"
-        ) from None
-    try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise MeasureError(
-            f"{shown} did not answer with Prometheus API JSON (is it Prometheus?)"
-        ) from None
-    if not isinstance(data, dict) or data.get("status") != "success":
-        err = data.get("error") if isinstance(data, dict) else None
-        why = redact(str(err), secrets) if err else "not a success response"
-        raise MeasureError(f"Prometheus at {shown}: {why}")
-    inner = data.get("data")
-    result = inner.get("result") if isinstance(inner, dict) else None
-    if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
-        raise MeasureError(
-            f"{shown} answered {path} without a data.result list (is it Prometheus?)"
+            f"Prometheus at {shown} refused the query ({reply.status}): "
+            f"{redact(str(detail), secrets)}"
         )
-    return result
-
-
-def _instant(q: PrometheusQuery, expr: str, at: float) -> list[dict[str, Any]]:
-    return _get(q, "/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
 
 
 def _number(v: object) -> float | None:
@@ -193,56 +213,63 @@ def _expr(metric: str, q: PrometheusQuery, rng: str, by: str | None) -> str:
     return f"sum by ({by}) ({inner})" if by else f"sum({inner})"
 
 
-def _totals(
-    q: PrometheusQuery, at: float, by: str | None, promql: list[str]
+#: the three counters of a window's totals, by the key they are kept under
+_COUNTS = (("drafts", DRAFTS), ("draft_tokens", DRAFT_TOKENS), ("accepted", ACCEPTED))
+
+
+async def _totals(
+    api: _Api, at: float, by: str | None, promql: list[str]
 ) -> dict[str, dict[str, float]]:
     """{label value (or "") → {drafts, draft_tokens, accepted}} over the window ending at ``at``."""
-    rng = _dur(q.window_s)
+    rng = _dur(api.q.window_s)
     out: dict[str, dict[str, float]] = {}
-    for key, metric in (("drafts", DRAFTS), ("draft_tokens", DRAFT_TOKENS), ("accepted", ACCEPTED)):
-        expr = _expr(metric, q, rng, by)
+    for key, metric in _COUNTS:
+        expr = _expr(metric, api.q, rng, by)
         promql.append(expr)
-        for s in _instant(q, expr, at):
+        for s in await api.instant(expr, at):
             label = s.get("metric", {}).get(by, "") if by else ""
             out.setdefault(label, {})[key] = _value([s])
     return out
 
 
-def _available(q: PrometheusQuery, at: float) -> str:
-    rows = _instant(q, f"count by (model_name) ({DRAFTS}_total)", at)
+async def _available(api: _Api, at: float) -> str:
+    rows = await api.instant(f"count by (model_name) ({DRAFTS}_total)", at)
     names = sorted(str(r.get("metric", {}).get("model_name", "")) for r in rows)
     return ", ".join(names) or "none"
 
 
-def _matched_now(q: PrometheusQuery, at: float) -> bool:
+async def _matched_now(api: _Api, at: float) -> bool:
     """Some series match the selector at ``at`` (they exist, even if the window is too short)."""
-    return _value(_instant(q, f"count({DRAFTS}_total{q.selector})", at)) > 0
+    return _value(await api.instant(f"count({DRAFTS}_total{api.q.selector})", at)) > 0
 
 
-def scrape_interval_s(q: PrometheusQuery) -> float:
+async def _scrape_interval_s(api: _Api) -> float:
     """The longest scrape interval of the server's active targets (``/api/v1/targets``); 60 s
     when the server does not say."""
     try:
-        with _open(q, "/api/v1/targets", {"state": "active"}) as resp:
-            targets = json.loads(resp.read())["data"]["activeTargets"]
+        reply = await api.reply("/api/v1/targets", {"state": "active"})
+        if reply.status >= 300:
+            return 60.0
+        targets = json.loads(reply.body)["data"]["activeTargets"]
         found = [parse_duration(t["scrapeInterval"]) for t in targets if t.get("scrapeInterval")]
     except (OSError, ValueError, KeyError, TypeError, MeasureError):
         return 60.0
     return max(found, default=60.0)
 
 
-def _range(
-    q: PrometheusQuery, end: float, step: float, scrape: float, by: str | None, promql: list[str]
+async def _range(
+    api: _Api, end: float, step: float, scrape: float, by: str | None, promql: list[str]
 ) -> dict[tuple[float, str], dict[str, float]]:
     """Increases over each step of ``[end − window, end]`` on the step grid, each over at least
     two scrape intervals (fewer samples give no increase)."""
+    q = api.q
     rng = _dur(max(step, 2 * scrape))
     params = {"start": f"{end - q.window_s + step:.3f}", "end": f"{end:.3f}", "step": _dur(step)}
     points: dict[tuple[float, str], dict[str, float]] = {}
-    for key, metric in (("drafts", DRAFTS), ("draft_tokens", DRAFT_TOKENS), ("accepted", ACCEPTED)):
+    for key, metric in _COUNTS:
         expr = _expr(metric, q, rng, by)
         promql.append(f"{expr}   (range: step {_dur(step)})")
-        for s in _get(q, "/api/v1/query_range", {"query": expr, **params}):
+        for s in await api.result("/api/v1/query_range", {"query": expr, **params}):
             inst = s.get("metric", {}).get(by, "") if by else ""
             for pair in s.get("values", []) or []:
                 if not (isinstance(pair, list) and len(pair) == 2):
@@ -253,12 +280,7 @@ def _range(
     return points
 
 
-def _series(
-    q: PrometheusQuery, end: float, scrape: float, replicas: set[str], promql: list[str]
-) -> tuple[list[SeriesPoint], list[str]]:
-    assert q.step_s is not None
-    points = _range(q, end, q.step_s, scrape, q.by, promql)
-    expected = math.floor((q.window_s - q.step_s) / q.step_s + 1e-9) + 1  # points on the grid
+def _series_points(points: dict[tuple[float, str], dict[str, float]]) -> list[SeriesPoint]:
     out = []
     for (t, inst), v in sorted(points.items()):
         d, dt, a = v.get("drafts", 0.0), v.get("draft_tokens", 0.0), v.get("accepted", 0.0)
@@ -271,6 +293,16 @@ def _series(
                 mean_acceptance_length=1.0 + a / d if d > 0 else None,
             )
         )
+    return out
+
+
+async def _series(
+    api: _Api, end: float, scrape: float, replicas: set[str], promql: list[str]
+) -> tuple[list[SeriesPoint], list[str]]:
+    q = api.q
+    assert q.step_s is not None
+    points = await _range(api, end, q.step_s, scrape, q.by, promql)
+    expected = math.floor((q.window_s - q.step_s) / q.step_s + 1e-9) + 1  # points on the grid
     notes = []
     if q.step_s < 2 * scrape:
         notes.append(
@@ -285,76 +317,90 @@ def _series(
                 f"{who}the range has gaps: {have} of {expected} steps have data (down, not "
                 "scraped, or idle)"
             )
-    return out, notes
+    return _series_points(points), notes
 
 
-def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
-    """Acceptance over the window (and its series); raises :class:`MeasureError`."""
-    end = q.end if q.end is not None else time.time()
-    promql: list[str] = []
-    totals = _totals(q, end, None, promql).get("", {})
-    if not totals or totals.get("draft_tokens", 0.0) <= 0:
-        if not totals:
-            seen = _available(q, end)
-            if seen == "none":
-                raise MeasureError(
-                    f"{q.shown} holds no {DRAFTS}_total series at all: speculation is off, or "
-                    "Prometheus does not scrape the servers"
-                )
-            if _matched_now(q, end):
-                raise MeasureError(
-                    f"the window {_dur(q.window_s)} holds fewer than two samples of the matching "
-                    "series: widen --window to at least twice the scrape interval",
-                    exit_code=3,
-                )
-            raise MeasureError(
-                f"the selector {q.selector or '{}'} matched no spec-decode series at {q.shown}; "
-                f"model_name values there: {seen}"
-            )
-        raise MeasureError(
+async def _no_drafts(api: _Api, end: float, totals: dict[str, float]) -> MeasureError:
+    """Why the window holds no draft tokens: no series at all, a window shorter than two
+    samples, a selector that matches nothing, or an idle window."""
+    q = api.q
+    if totals:
+        return MeasureError(
             f"no drafts in the last {_dur(q.window_s)} at {q.shown}: idle, or speculation is off",
             exit_code=3,
         )
+    seen = await _available(api, end)
+    if seen == "none":
+        return MeasureError(
+            f"{q.shown} holds no {DRAFTS}_total series at all: speculation is off, or "
+            "Prometheus does not scrape the servers"
+        )
+    if await _matched_now(api, end):
+        return MeasureError(
+            f"the window {_dur(q.window_s)} holds fewer than two samples of the matching "
+            "series: widen --window to at least twice the scrape interval",
+            exit_code=3,
+        )
+    return MeasureError(
+        f"the selector {q.selector or '{}'} matched no spec-decode series at {q.shown}; "
+        f"model_name values there: {seen}"
+    )
+
+
+async def _per_position(api: _Api, end: float, promql: list[str]) -> list[float]:
+    """Accepted tokens at each draft position over the window."""
+    q = api.q
     pos_expr = f"sum by (position) (increase({PER_POS}_total{q.selector}[{_dur(q.window_s)}]))"
     promql.append(pos_expr)
     per_pos: dict[int, float] = {}
-    for s in _instant(q, pos_expr, end):
+    for s in await api.instant(pos_expr, end):
         with contextlib.suppress(ValueError):
             per_pos[int(s.get("metric", {}).get("position", "0"))] = _value([s])
-    counts = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
-    scrape = scrape_interval_s(q)
-    # ten pieces of the window, for intervals that do not assume independent steps
-    piece = q.window_s / 10
-    batches: list[Batch] = []
-    if piece >= 2 * scrape:
-        sub: list[str] = []
-        grid = _range(q, end, piece, scrape, None, sub)
-        batches = [
-            (v.get("drafts", 0.0), v.get("draft_tokens", 0.0), v.get("accepted", 0.0))
-            for _, v in sorted(grid.items())
-        ]
+    return [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
+
+
+async def _batches(api: _Api, end: float, scrape: float) -> list[Batch]:
+    """Ten pieces of the window, for intervals that do not assume independent steps (none when
+    a piece is shorter than two scrape intervals)."""
+    piece = api.q.window_s / 10
+    if piece < 2 * scrape:
+        return []
+    grid = await _range(api, end, piece, scrape, None, [])
+    return [
+        (v.get("drafts", 0.0), v.get("draft_tokens", 0.0), v.get("accepted", 0.0))
+        for _, v in sorted(grid.items())
+    ]
+
+
+async def _measure(q: PrometheusQuery, transport: Transport) -> MeasureResult:
+    api = _Api(q, transport)
+    end = q.end if q.end is not None else time.time()
+    promql: list[str] = []
+    totals = (await _totals(api, end, None, promql)).get("", {})
+    if not totals or totals.get("draft_tokens", 0.0) <= 0:
+        raise await _no_drafts(api, end, totals)
+    counts = await _per_position(api, end, promql)
+    scrape = await _scrape_interval_s(api)
+    batches = await _batches(api, end, scrape)
+    by = await _totals(api, end, q.by, promql) if q.by else {}
     try:
         overall = estimate(
-            totals.get("drafts", 0.0),
-            totals["draft_tokens"],
-            totals.get("accepted", 0.0),
-            counts,
-            q.k,
-            batches=batches,
-        )
+            totals.get("drafts", 0.0), totals["draft_tokens"], totals.get("accepted", 0.0),
+            counts, q.k, batches=batches,
+        )  # fmt: skip
         k = overall.k
-        replicas = {}
-        if q.by:
-            for label, t in _totals(q, end, q.by, promql).items():
-                replicas[label] = estimate(
-                    t.get("drafts", 0.0), t.get("draft_tokens", 0.0), t.get("accepted", 0.0), [], k
-                )
+        replicas = {
+            label: estimate(
+                t.get("drafts", 0.0), t.get("draft_tokens", 0.0), t.get("accepted", 0.0), [], k
+            )
+            for label, t in by.items()
+        }
     except ValueError as exc:
         raise MeasureError(f"{q.shown}: inconsistent counts over the window: {exc}") from None
     resets_expr = f"sum(resets({DRAFTS}_total{q.selector}[{_dur(q.window_s)}]))"
     promql.append(resets_expr)
-    reset = _value(_instant(q, resets_expr, end)) > 0
-    series, notes = _series(q, end, scrape, set(replicas), promql) if q.step_s else ([], [])
+    reset = _value(await api.instant(resets_expr, end)) > 0
+    series, notes = await _series(api, end, scrape, set(replicas), promql) if q.step_s else ([], [])
     notes.append("increase() extrapolates to the window's edges: counts are not whole numbers")
     return MeasureResult(
         verb="measure prometheus",
@@ -369,3 +415,18 @@ def measure_prometheus(q: PrometheusQuery) -> MeasureResult:
         promql=promql,
         notes=notes,
     )
+
+
+def measure_prometheus(q: PrometheusQuery, *, transport: Transport | None = None) -> MeasureResult:
+    """Acceptance over the window (and its series), every query through ``transport`` (None: a
+    client of its own, in an event loop of its own); raises :class:`MeasureError`."""
+
+    async def run() -> MeasureResult:
+        client = transport or StreamClient(connect_timeout_s=q.timeout_s)
+        try:
+            return await _measure(q, client)
+        finally:
+            if transport is None:
+                await client.aclose()
+
+    return asyncio.run(run())

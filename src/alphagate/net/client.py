@@ -1,27 +1,24 @@
-"""The bench's HTTP client: HTTP/1.1 on an asyncio protocol, parsed by llhttp (``httptools``).
+"""The transport that talks to servers: HTTP/1.1 on an asyncio protocol, parsed by llhttp
+(``httptools``).
 
-Why not aiohttp, as elsewhere in alphagate (the live ``measure`` scraper, the twin's server): a
-streamed reply arrives as one network read per engine step per request, and aiohttp hands each
-read to the reading coroutine through its ``StreamReader`` — a buffer append, a waiter woken
-with ``call_soon``, a task step, ``readany`` — before our code sees a byte. Profiled over 20,000
-streamed requests, that path and the loop's scheduling of it took over half of the client's CPU.
-Here the bytes go from ``data_received`` through llhttp's chunked decoding straight into the
-caller's ``sink`` inside the same callback; the awaiting task wakes once per request, when the
-stream is done.
+Why not aiohttp: a streamed reply arrives as one network read per engine step per request, and
+aiohttp hands each read to the reading coroutine through its ``StreamReader`` — a buffer append,
+a waiter woken with ``call_soon``, a task step, ``readany`` — before our code sees a byte.
+Profiled over 20,000 streamed requests, that path and the loop's scheduling of it took over half
+of the bench client's CPU. Here the bytes go from ``data_received`` through llhttp's chunked
+decoding straight into the caller's ``sink`` inside the same callback; the awaiting task wakes
+once per request, when the stream is done. GETs (``/v1/models``, ``/metrics``, Prometheus' HTTP
+API) go through the same pooled connections: a scrape on a kept-alive connection costs one
+round trip and no handshake.
 
-What it does, and only that: ``POST`` (streamed) and ``GET`` (``/v1/models``, ``/metrics``) to
-``http://`` or ``https://`` (the default TLS context, as aiohttp does), keep-alive connections
-pooled per host and reused, chunked, length-delimited and close-delimited bodies; no proxies,
-redirects or compression (the bench asks for none). A redirect (3xx) comes back with its
-``Location`` and body instead of being fed to the sink, as does a 2xx reply whose
-``Content-Type`` is JSON (a server that answered the streamed request with one whole body):
-the caller says what each is. A pooled connection idle for :data:`IDLE_S`
-is dropped rather than reused (uvicorn, which vLLM and SGLang serve with, closes idle keep-alive
-connections after 5 s), and a reused connection that closes before a single byte of the reply is
-retried once on a new one: the server closed it while idle and never saw the request (RFC 9112
-§9.3.1). The body of an error reply (status ≥ 400) comes back with every secret the request
-carried — its header values, a key in its URL — redacted (:mod:`alphagate.core.secrets`): a
-server that echoes the key it refused must not get it written into the records.
+What it does, and only that: ``POST`` (streamed) and ``GET`` to ``http://`` or ``https://`` (the
+default TLS context, as aiohttp does), keep-alive connections pooled per host and reused,
+chunked, length-delimited and close-delimited bodies; no proxies, redirects or compression (no
+caller asks for any). Replies are read as :mod:`alphagate.net.transport` says. A pooled
+connection idle for :data:`IDLE_S` is dropped rather than reused (uvicorn, which vLLM and SGLang
+serve with, closes idle keep-alive connections after 5 s), and a reused connection that closes
+before a single byte of the reply is retried once on a new one: the server closed it while idle
+and never saw the request (RFC 9112 §9.3.1).
 """
 
 from __future__ import annotations
@@ -29,78 +26,26 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import cast
-from urllib.parse import urlsplit
 
 import httptools
 
-from alphagate.core.secrets import Secrets, redact
+from alphagate.net.transport import (
+    BODY_MAX,
+    ConnectError,
+    Endpoint,
+    ProtocolError,
+    Reply,
+    Sink,
+    StreamTruncated,
+    is_json,
+    redacted,
+)
 
-__all__ = [
-    "ConnectError",
-    "Endpoint",
-    "ProtocolError",
-    "Reply",
-    "StreamClient",
-    "StreamTruncated",
-]
+__all__ = ["IDLE_S", "StreamClient"]
 
 #: a pooled connection idle longer than this is closed instead of reused
 IDLE_S = 4.0
-#: at most this much of a reply's body is kept (a ``/metrics`` page is a few hundred kB)
-BODY_MAX = 32 * 1024 * 1024
-
-#: the reader of a reply's body: (bytes of one network read, perf_counter when read) → stop?
-Sink = Callable[[bytes, float], bool]
-
-
-class ConnectError(OSError):
-    """The connection could not be opened (refused, unreachable, DNS, TLS handshake, timeout)."""
-
-
-class StreamTruncated(Exception):
-    """The connection closed before the reply ended."""
-
-
-class ProtocolError(Exception):
-    """The server's bytes are not HTTP/1.1."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One method and URL with the request head prepared (all but ``Content-Length``)."""
-
-    key: tuple[str, str, int]  # (scheme, host, port): the pool
-    head: bytes  # request line and headers
-    method: str = "POST"
-    #: what the request carries that a reply must not echo (header values, URL keys)
-    secrets: Secrets = field(default_factory=Secrets, repr=False)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """How an exchange ended: ``stopped`` when the sink asked to stop (the caller has what it
-    wanted); otherwise the reply ended on its own. ``body``: the whole body when there was no
-    sink, the status was ≥ 300, or a 2xx body was JSON (cut at :data:`BODY_MAX`); else empty.
-    ``content_type`` and ``location``: those headers, as sent (empty when absent)."""
-
-    status: int
-    stopped: bool
-    body: bytes = b""
-    content_type: str = ""
-    location: str = ""
-
-    @property
-    def whole_json(self) -> bool:
-        """A 2xx reply with a JSON body (kept whole, not streamed)."""
-        return 200 <= self.status < 300 and _is_json(self.content_type)
-
-
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
 
 
 class _Conn(asyncio.Protocol):
@@ -130,6 +75,7 @@ class _Conn(asyncio.Protocol):
         self.now = 0.0
         self.content_type = b""
         self.location = b""
+        self.reason = b""
 
     # -- the exchange
     def send(self, data: bytes, waiter: asyncio.Future[Reply], sink: Sink | None) -> None:
@@ -144,6 +90,7 @@ class _Conn(asyncio.Protocol):
             b"" if stopped else bytes(self.body),
             self.content_type.decode("latin-1"),
             self.location.decode("latin-1"),
+            self.reason.decode("latin-1"),
         )
 
     def _finish(self, reply: Reply | BaseException) -> None:
@@ -186,6 +133,9 @@ class _Conn(asyncio.Protocol):
             self.closed_future.set_result(None)
 
     # -- llhttp callbacks
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason[:200]
+
     def on_header(self, name: bytes, value: bytes) -> None:
         n = name.lower()
         if n == b"content-length" or (n == b"transfer-encoding" and b"chunked" in value.lower()):
@@ -200,7 +150,7 @@ class _Conn(asyncio.Protocol):
         self.status = self.parser.get_status_code()
         if self.sink is not None and (
             self.status >= 300
-            or (self.status >= 200 and _is_json(self.content_type.decode("latin-1")))
+            or (self.status >= 200 and is_json(self.content_type.decode("latin-1")))
         ):
             # an error's body is the message, a redirect's says where, a JSON body is one
             # whole answer: each kept whole, none of them a stream
@@ -217,9 +167,10 @@ class _Conn(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.status < 200:  # 1xx: an interim reply; the parser goes on to the real one
             self.headers_done = False
-            self.content_type = self.location = b""
+            self.content_type = self.location = self.reason = b""
             return
-        self._finish(self._reply(False))
+        if self.waiter is not None:  # not stopped by the sink already
+            self._finish(self._reply(False))
         self.exchanges += 1
         if self.parser.should_keep_alive() and not self.closed:
             self.client._release(self)
@@ -250,35 +201,6 @@ class StreamClient:
         self._all: set[_Conn] = set()
         self._ssl: ssl.SSLContext | None = None
 
-    @staticmethod
-    def endpoint(url: str, headers: dict[str, str], method: str = "POST") -> Endpoint:
-        """Prepare ``METHOD url`` with ``headers``; a bad URL or header raises ValueError."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {redact(url)!r}")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        default = (parts.scheme == "https" and port == 443) or (
-            parts.scheme == "http" and port == 80
-        )
-        host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {host if default else f'{host}:{port}'}"]
-        given = {k.lower() for k in headers}
-        if "accept" not in given:
-            lines.append("Accept: */*")
-        for k, v in headers.items():
-            if k.lower() in ("host", "content-length", "transfer-encoding", "connection"):
-                continue
-            if any(c in k + v for c in "\r\n\0") or not k or ":" in k:
-                raise ValueError(f"header {k!r} has a character that HTTP does not allow")
-            lines.append(f"{k}: {v}")
-        try:
-            head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
-        except UnicodeEncodeError as exc:
-            raise ValueError(f"a header is not Latin-1 text: {exc}") from None
-        secrets = Secrets.of(urls=(url,), headers=headers)
-        return Endpoint((parts.scheme, parts.hostname, port), head, method, secrets)
-
     async def request(self, ep: Endpoint, body: bytes = b"", sink: Sink | None = None) -> Reply:
         """Send ``body`` and feed the reply's body to ``sink`` as it arrives (without a sink,
         or for a status ≥ 400, the body is kept instead); returns when the sink says stop or
@@ -300,13 +222,7 @@ class StreamClient:
             except BaseException:  # cancelled (Ctrl-C, the stall watchdog): the exchange is lost
                 conn.close()
                 raise
-            if reply.body or reply.location:  # a kept body may echo what we sent: redacted
-                return replace(
-                    reply,
-                    body=ep.secrets.redact_bytes(reply.body) if reply.body else reply.body,
-                    location=ep.secrets.redact(reply.location),
-                )
-            return reply
+            return redacted(reply, ep.secrets)
         raise StreamTruncated("the server closed two connections before replying")
 
     def _take(self, key: tuple[str, str, int]) -> _Conn | None:
