@@ -100,7 +100,7 @@ def test_gemm_overlap_loss_grows_with_m_below_the_ridge(cost: StepCostModel) -> 
     g = t.gemms.seconds(m, bpw, hw)
     flat = t.gemms.seconds(m, bpw, replace(hw, gemm_overlap_loss=0.0))
     assert g[0] == flat[0] == 0.0
-    assert np.all(np.diff(g[1:]) > 0)  # no longer flat below the ridge
+    assert np.all(np.diff(g[1:]) > 0)  # the overlap loss: rising below the ridge, not flat
     flops = 2.0 * (t.gemms.n * t.gemms.k * t.gemms.count).sum() / hw.gemm_flops  # per token
     assert g[1:] - flat[1:] == pytest.approx(0.25 * m[1:] * flops, rel=1e-9)
     big = 1e5  # far above the ridge: compute-bound, the loss is a quarter of the read
