@@ -12,15 +12,15 @@ from rich.console import Console, RenderableType
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels, summarize_level
 from alphagate.core.traffic import TrafficClass
 from alphagate.measure.prom import SpecCounters, spec_delta
-from alphagate.plan import PlanRequest, build_plan
+from alphagate.plan.records import Plan
 from alphagate.report import bench as bench_report
 from alphagate.report import model as model_report
 from alphagate.report.plan import render_plan_console
 from alphagate.report.simulate import render_sweep
 from alphagate.sim.sweep import SweepConfig, simulate
-from alphagate.specs import WorkloadConfig
 from alphagate.specs.memory import memory_answer
 from alphagate.theory import answers
+from tests.plans import PlanRun
 
 
 def _text(r: RenderableType, width: int, color: bool = False) -> str:
@@ -39,17 +39,6 @@ def _sweep():  # type: ignore[no-untyped-def]
             simulate_breakeven=False,
         )
     )
-
-
-@cache
-def _plan():  # type: ignore[no-untyped-def]
-    wl = WorkloadConfig(
-        classes=(
-            TrafficClass(name="chat", share=0.7, alpha=0.7),
-            TrafficClass(name="code", share=0.3, alpha=0.4),
-        )
-    )
-    return build_plan(PlanRequest(workload=wl, concurrency=64, peak_concurrency=256))
 
 
 def _record(i: int, target: str, tokens: list[int], gap: float) -> RequestRecord:
@@ -110,7 +99,7 @@ def _bench() -> BenchResult:
     return BenchResult(run_id="r", config={}, levels=levels, comparisons=compare_levels(levels))
 
 
-def _renderings() -> list[tuple[str, RenderableType]]:
+def _renderings(plan: Plan) -> list[tuple[str, RenderableType]]:
     c = answers.CostModel(draft_cost=0.05, verify_cost=1.2)
     grid = answers.table_answer(
         [0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9], [1, 2, 3, 4, 5, 6, 8], 0.05, [1.0, 1.15]
@@ -135,13 +124,15 @@ def _renderings() -> list[tuple[str, RenderableType]]:
         ("linear gap", model_report.render_linear_gap(grid)),
         ("simulate", render_sweep(_sweep())),
         ("bench", bench_report.render_bench(_bench())),
-        ("plan", render_plan_console(_plan())),
+        ("plan", render_plan_console(plan)),
     ]
 
 
 @pytest.mark.parametrize("width", [80, 160])
-def test_no_table_is_cut(width: int) -> None:
-    for name, r in _renderings():
+def test_no_table_is_cut(chat_code_plan: PlanRun, width: int) -> None:
+    """The plan is the one ``alphagate plan`` wrote (70/30 chat/code at 64, peak 256), read back
+    through its record."""
+    for name, r in _renderings(Plan.model_validate(chat_code_plan.json)):
         text = _text(r, width)
         assert "…" not in text, f"{name} at {width} columns:\n{text}"
         assert max(len(line) for line in text.splitlines()) <= width, name
