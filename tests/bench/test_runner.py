@@ -18,6 +18,7 @@ from alphagate.bench.runner import BenchRunner
 from alphagate.net.mock import MockTransport, Request, Response
 from alphagate.net.transport import ConnectError, StreamTruncated
 from tests.mock_servers import MockVllm, exposition, sse
+from tests.records import streamed
 
 URL = "http://vllm:8000"
 
@@ -146,11 +147,7 @@ def test_a_metrics_url_that_cannot_be_read_is_reported_once() -> None:
 def test_the_error_rate_counts_the_level_from_its_minimum_requests() -> None:
     cfg = _config(max_error_rate=0.5)
     limits = FaultLimits(cfg, t0=0.0)
-    ok = RequestRecord(
-        run_id="r", id=0, target="t", level="l", cls=None, prompt_tokens=1, output_tokens=1,
-        send_s=0.0, ttft_s=0.1, chunk_times_s=[0.1], chunk_tokens=[1],
-        tokens_per_chunk_source="usage", e2e_s=0.1,
-    )  # fmt: skip
+    ok = streamed([0.1], target="t", level="l")
     bad = ok.model_copy(update={"error_type": "http_500", "error_message": "x"})
     for rec in [bad] * (cfg.MIN_REQUESTS_FOR_RATE - 1):
         limits.count(rec)

@@ -21,6 +21,7 @@ from alphagate.sim.sweep import SweepConfig, simulate
 from alphagate.specs.memory import memory_answer
 from alphagate.theory import answers
 from tests.plans import PlanRun
+from tests.records import streamed
 
 
 def _text(r: RenderableType, width: int, color: bool = False) -> str:
@@ -43,43 +44,16 @@ def _sweep():  # type: ignore[no-untyped-def]
 
 def _record(i: int, target: str, tokens: list[int], gap: float) -> RequestRecord:
     times = [0.01 + gap * j for j in range(len(tokens))]
-    return RequestRecord(
-        run_id="r",
-        id=i,
-        target=target,
-        level="c16",
-        cls=None,
-        prompt_tokens=8,
-        output_tokens=sum(tokens),
-        send_s=0.0,
-        ttft_s=times[0],
-        chunk_times_s=times,
-        chunk_tokens=tokens,
-        tokens_per_chunk_source="usage",
-        e2e_s=times[-1],
-    )
+    return streamed(times, tokens, id=i, target=target, level="c16")
 
 
 def _bench() -> BenchResult:
     base = [_record(i, "baseline", [1] * 20, 0.010) for i in range(8)]
     cand = [_record(i, "candidate", [1, 3, 1, 4, 1, 3, 2, 4, 1], 0.014) for i in range(8)]
-    fail = RequestRecord(
-        run_id="r",
-        id=99,
-        target="candidate",
-        level="c16",
-        cls=None,
-        prompt_tokens=None,
-        output_tokens=None,
-        send_s=0.0,
-        ttft_s=None,
-        chunk_times_s=[],
-        chunk_tokens=[],
-        tokens_per_chunk_source="none",
-        e2e_s=None,
-        error_type="http_404",
+    fail = streamed(
+        [], id=99, level="c16", prompt_tokens=None, error_type="http_404",
         error_message="The model `llama-3.3-70b` does not exist.",
-    )
+    )  # fmt: skip
     acc = spec_delta(
         [SpecCounters(present=True)],
         [
