@@ -338,38 +338,19 @@ def test_alpha_sources_are_labelled(cli: Cli, plans: Plans, tmp_path: Path) -> N
         given["classes"][0]["alpha_source"] == "given" and given["classes"][0]["source"] == "given"
     )
     ours = tmp_path / "measure.json"
+    from_ours = ("--concurrency", "16", "--alpha-from", str(ours))
     ours.write_text(
         json.dumps(
             {"classes": {"chat": {"alpha": 0.75}, "code": {"draft_acceptance_rate": 0.2, "k": 3}}}
         )
     )
-    d = cli.json(
-        "plan",
-        "--class",
-        "chat:0.5",
-        "--class",
-        "code:0.5",
-        "--concurrency",
-        "16",
-        "--alpha-from",
-        str(ours),
-    )
+    d = cli.json("plan", *("--class", "chat:0.5", "--class", "code:0.5"), *from_ours)
     assert [c["alpha_source"] for c in d["classes"]] == ["measured", "measured"]
     assert d["classes"][0]["source"] == "measured (measure.json)"
     assert d["classes"][0]["alpha"] == pytest.approx(0.75)
     assert d["uses_priors"] is False
     # a typed α wins over the file, and stays "given"
-    d2 = cli.json(
-        "plan",
-        "--class",
-        "chat:0.5:0.6",
-        "--class",
-        "code:0.5",
-        "--concurrency",
-        "16",
-        "--alpha-from",
-        str(ours),
-    )
+    d2 = cli.json("plan", *("--class", "chat:0.5:0.6", "--class", "code:0.5"), *from_ours)
     assert d2["classes"][0]["alpha_source"] == "given" and d2["classes"][0]["alpha"] == 0.6
 
 
