@@ -46,14 +46,13 @@ INTEGRATION_MODULES = frozenset(
         "cli/test_full_disk", "cli/test_hardening", "cli/test_hardening_rounds2",
         "cli/test_measure_offline", "cli/test_model", "cli/test_report", "cli/test_signals",
         "fuzz/test_fuzz",
-        "gate/test_evidence", "gate/test_gate", "gate/test_soundness", "gate/test_stages",
-        "measure/test_live", "measure/test_offline_ray", "measure/test_prometheus",
+        "gate/test_evaluate", "gate/test_evidence", "gate/test_soundness", "gate/test_stages",
+        "measure/offline/test_ray", "measure/test_live", "measure/test_prometheus",
         "measure/test_sglang",
         "report/test_browser", "report/test_charts", "report/test_figures", "report/test_html",
         "report/test_inputs", "report/test_plots",
         "test_docs", "test_secrets",
-        "twin/test_statslog", "twin/test_twin_background", "twin/test_twin_counters",
-        "twin/test_twin_http",
+        "twin/test_background", "twin/test_metrics", "twin/test_server", "twin/test_statslog",
     )
 )  # fmt: skip
 
@@ -104,7 +103,7 @@ def _unit_tests_start_nothing(
 
 def _one_torch_thread() -> None:
     """Tests run tiny models: torch's default of a thread per core makes each worker's OpenMP
-    threads spin against the other's on two cores (measured: test_offline_models.py took 51 s of
+    threads spin against the other's on two cores (measured: measure/offline/test_run.py took 51 s of
     CPU at the default, 10 s at one thread), and the product's own advice for small models on
     busy cores is one (``measure offline --threads``). Set where torch is already loaded: the
     tests that use it import it, the others never pay for it."""
@@ -192,12 +191,12 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The offline tests' tiny models (``tests.measure.offline_fixtures.build``: a target, a draft
+    """The offline tests' tiny models (``tests.measure.offline.fixtures.build``: a target, a draft
     model, EAGLE-3 heads), built once per test run for every module and worker that reads them;
     torch is imported only by the tests that ask."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.measure.offline_fixtures import Tiny, build
+    from tests.measure.offline.fixtures import Tiny, build
     from tests.shared import made_once, shared_root
 
     return Tiny.at(made_once(shared_root(tmp_path_factory) / "offline-models", build))

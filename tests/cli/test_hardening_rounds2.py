@@ -333,7 +333,7 @@ def test_more_workers_than_requests_use_fewer_and_say_so(cli: Cli, tmp_path: Pat
 def test_measure_offline_bad_checkpoints_and_drafters_exit_2(
     cli: Cli, tiny: Any, tmp_path: Path
 ) -> None:
-    from tests.measure.offline_fixtures import greedy_log
+    from tests.measure.offline.fixtures import greedy_log
 
     log = tmp_path / "log.jsonl"
     greedy_log(tiny, log, ["def f(x):\n    ", "Dear reader,"], 8, ["a", "b"])

@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.conftest import Cli
-from tests.measure.offline_fixtures import Tiny, greedy_log
+from tests.measure.offline.fixtures import Tiny, greedy_log
 
 
 @pytest.fixture(scope="module")

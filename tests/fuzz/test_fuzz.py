@@ -415,7 +415,7 @@ def test_offline_checkpoints(tiny: Any, tmp_path: Path) -> None:
     from alphagate.measure.offline.run import measure_offline
     from alphagate.measure.offline.score import load
     from alphagate.measure.results import MeasureError
-    from tests.measure.offline_fixtures import greedy_log
+    from tests.measure.offline.fixtures import greedy_log
 
     log = tmp_path / "log.jsonl"
     greedy_log(tiny, log, ["def f(x):\n    ", "((((((((", "Dear reader,"], 12, ["a", "b", "a"])

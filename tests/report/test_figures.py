@@ -30,7 +30,7 @@ from alphagate.report.inputs import (
 )
 from alphagate.report.page import build_page
 from tests.conftest import Cli
-from tests.report.test_bench_report import _sweep_result
+from tests.report.test_bench import _sweep_result
 from tests.results_files import K
 
 

@@ -228,7 +228,7 @@ def reference_counts(
     tiny: Tiny, method: str, prompt: list[int], n: int, k: int, ngram: tuple[int, int] = (2, 3)
 ) -> dict[str, Any]:
     """vLLM's counters for one request served greedily with speculation, step by step."""
-    from tests.measure.vllm_ngram_port import (
+    from tests.measure.offline.vllm_ngram_port import (
         vllm_find_longest_matched_ngram_and_propose_tokens as vllm_ngram,
     )
 

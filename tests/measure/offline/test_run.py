@@ -16,7 +16,7 @@ from alphagate.measure.offline.proposers import DrafterSpec, DraftModelProposer 
 from alphagate.measure.offline.replay import load_models  # noqa: E402
 from alphagate.measure.offline.run import measure_offline  # noqa: E402
 from alphagate.measure.results import MeasureError  # noqa: E402
-from tests.measure.offline_fixtures import Tiny, greedy_log, reference_counts  # noqa: E402
+from tests.measure.offline.fixtures import Tiny, greedy_log, reference_counts  # noqa: E402
 
 # a random target falls into loops: some periodic, some one token repeated (which the heads of
 # the fixture, leaning on the target's state, follow for several positions)
