@@ -38,6 +38,8 @@ def test_linear_bisection_stops_within_its_tolerance() -> None:
     x = bisect(crossed, 0.0, 1.0, tol=1e-6)
     assert abs(x - math.pi / 4) <= 1e-6
     assert len(calls) == math.ceil(math.log2(1.0 / 1e-6))  # halves until hi − lo ≤ tol
+    # by hand: 0.5 crosses, 0.25 does not; [0.25, 0.5] is within 0.25: its midpoint
+    assert bisect(lambda x: x >= 0.3, 0.0, 1.0, tol=0.25) == 0.375
 
 
 def test_log_bisection_is_relative() -> None:
