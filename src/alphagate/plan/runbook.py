@@ -126,73 +126,39 @@ def _measure_cmds(req: PlanRequest, p: Plan) -> tuple[list[str], list[str]]:
 
 
 def _native_baseline(req: PlanRequest, p: Plan) -> list[str]:
-    n = bench_requests(req, p)
-    i, o = int(length_mean(req.workload.prompt_len)), int(length_mean(req.workload.output_len))
+    """The engine's own benchmark client against the baseline at concurrency 1 (the latency
+    floor), the target and the peak, on random prompts of the workload's mean lengths."""
+    bench = _vllm_bench_serve if req.engine == "vllm" else _sglang_bench_serving
     levels = sorted({1, p.concurrency, p.peak_concurrency})
-    if req.engine == "vllm":
-        return [
-            _sh(
-                [
-                    "vllm",
-                    "bench",
-                    "serve",
-                    "--backend",
-                    "openai-chat",
-                    "--endpoint",
-                    "/v1/chat/completions",
-                    "--base-url",
-                    req.url,
-                    "--model",
-                    p.served_model,
-                    "--dataset-name",
-                    "random",
-                    "--random-input-len",
-                    str(i),
-                    "--random-output-len",
-                    str(o),
-                    "--num-prompts",
-                    str(n),
-                    "--max-concurrency",
-                    str(c),
-                    "--temperature",
-                    "0",
-                    "--percentile-metrics",
-                    "ttft,tpot,itl,e2el",
-                    "--metric-percentiles",
-                    "50,90,99",
-                    "--save-result",
-                    "--result-filename",
-                    f"baseline-c{c}.json",
-                ]
-            )
-            for c in levels
-        ]
+    return [_sh(bench(req, p, _random_prompts(req, p, c), c)) for c in levels]
+
+
+def _random_prompts(req: PlanRequest, p: Plan, concurrency: int) -> list[str]:
+    """The dataset and load flags both engines' clients share (``--dataset-name random``)."""
     return [
-        _sh(
-            [
-                "python",
-                "-m",
-                "sglang.bench_serving",
-                "--backend",
-                "sglang-oai-chat",
-                "--base-url",
-                req.url,
-                "--dataset-name",
-                "random",
-                "--random-input-len",
-                str(i),
-                "--random-output-len",
-                str(o),
-                "--num-prompts",
-                str(n),
-                "--max-concurrency",
-                str(c),
-                "--output-file",
-                f"baseline-c{c}.jsonl",
-            ]
-        )
-        for c in levels
-    ]
+        "--dataset-name", "random",
+        "--random-input-len", str(int(length_mean(req.workload.prompt_len))),
+        "--random-output-len", str(int(length_mean(req.workload.output_len))),
+        "--num-prompts", str(bench_requests(req, p)),
+        "--max-concurrency", str(concurrency),
+    ]  # fmt: skip
+
+
+def _vllm_bench_serve(req: PlanRequest, p: Plan, load: list[str], c: int) -> list[str]:
+    return [
+        "vllm", "bench", "serve", "--backend", "openai-chat",
+        "--endpoint", "/v1/chat/completions", "--base-url", req.url, "--model", p.served_model,
+        *load, "--temperature", "0",
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+        "--save-result", "--result-filename", f"baseline-c{c}.json",
+    ]  # fmt: skip
+
+
+def _sglang_bench_serving(req: PlanRequest, p: Plan, load: list[str], c: int) -> list[str]:
+    return [
+        "python", "-m", "sglang.bench_serving", "--backend", "sglang-oai-chat",
+        "--base-url", req.url, *load, "--output-file", f"baseline-c{c}.jsonl",
+    ]  # fmt: skip
 
 
 def _defaults() -> DeploymentConfig:
