@@ -460,6 +460,7 @@ def offline(
     from alphagate.measure.offline.run import measure_offline
     from alphagate.measure.results import MeasureError
     from alphagate.report.offline import render_offline
+    from alphagate.report.reasons import with_offline_notes
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
@@ -509,6 +510,7 @@ def offline(
         hint = f"; run again with --checkpoint {checkpoint} to resume" if checkpoint else ""
         err_console.print(f"[yellow]interrupted{hint}[/yellow]")
         raise typer.Exit(130) from None
+    result = with_offline_notes(result)
     if out is not None:
         atomic_write_text(out, json_dumps(result.payload()) + "\n", "--out")
     if as_json:

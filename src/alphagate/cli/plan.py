@@ -189,6 +189,7 @@ def plan_cmd(
     from alphagate.plan import PlanRequest, build_plan
     from alphagate.plan.measured import apply_measurement, load_measurement, merge_measurements
     from alphagate.report.plan import render_plan_console, render_plan_markdown
+    from alphagate.report.reasons import worded
 
     if out is not None:
         check_output_path(out, "--out", directory=False)
@@ -241,7 +242,7 @@ def plan_cmd(
             calibration_file=None if calibration is None else str(calibration),
         )
         with status("planning…", as_json):
-            plan = build_plan(req)
+            plan = worded(build_plan(req))
     except ConfigError as exc:
         config_error(exc, "--model/--gpu/--tp/--dtype")
     except ValidationError as exc:

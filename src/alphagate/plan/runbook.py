@@ -29,6 +29,7 @@ __all__ = [
     "calibrate_argv",
     "plan_argv",
     "playbook",
+    "policy_text",
     "risks",
     "stages",
 ]
@@ -52,6 +53,20 @@ GATE = "results/gate.json"
 CALIBRATION = "results/calibration.json"
 #: requests per user at each level of the calibration sweep a plan prints when a range holds 1×
 CALIBRATE_REQUESTS_PER_USER = 4
+
+
+def policy_text(p: Plan) -> str:
+    """The shipped policy in words, as the plan names it (Stage 1 turns it on)."""
+    if all(r.k == 0 for r in p.rows):
+        return "no speculation (K = 0 at every concurrency)"
+    if p.verdict == "no-go":
+        return f"no speculation at concurrency {p.concurrency}"
+    if p.dynamic_k_supported:
+        return "K by batch size: " + ", ".join(
+            f"{k} at {lo}–{hi}" if lo != hi else f"{k} at {lo}" for lo, hi, k in p.batch_schedule
+        )
+    above = p.disable_above_concurrency
+    return f"K = {p.fixed_k}" + (f", off above concurrency {above}" if above else "")
 
 
 def _sh(argv: list[str]) -> str:
