@@ -88,6 +88,10 @@ K_AGREEMENT = 0.98
 CONFIDENCE_HIGH, CONFIDENCE_MEDIUM = 0.8, 0.5
 #: Slack for comparing products of floats: a P99 with the budget's bound, a ratio with 1.
 _FLOAT_SLACK = 1e-9
+#: Without ``--k``, the K at which a class given α per position is summed up as one α, for the
+#: figures that take one α per class (``ClassRow.alpha``, the naive mean α, the throughput quoted
+#: beside a P99 budget); the predictions themselves use every position's α.
+_SUMMARY_K = 3
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def _resolve_classes(req: PlanRequest) -> list[_Cls]:
     for c in req.workload.classes:
         if c.has_alpha:
             kind: AlphaSource = "measured" if c.source.startswith("measured") else "given"
-            a = theory.equivalent_alpha(c.conditional(req.k or 3))
+            a = theory.equivalent_alpha(c.conditional(req.k or _SUMMARY_K))
             out.append(_Cls(c, a, a, kind))
             continue
         p = prior_for(req.deployment.method, c.name)

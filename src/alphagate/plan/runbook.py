@@ -53,6 +53,12 @@ GATE = "results/gate.json"
 CALIBRATION = "results/calibration.json"
 #: requests per user at each level of the calibration sweep a plan prints when a range holds 1×
 CALIBRATE_REQUESTS_PER_USER = 4
+#: requests per user at the peak in every printed bench run, at least: each user sends several,
+#: so the batch fills and stays full past the first requests' ramp
+BENCH_REQUESTS_PER_USER = 4
+#: outputs shorter than this (tokens) are dominated by their prefill: speculation, which only
+#: shortens decode, barely moves their latency (the risk the plan names)
+SHORT_OUTPUT_TOKENS = 50
 
 
 def policy_text(p: Plan) -> str:
@@ -78,7 +84,9 @@ def bench_requests(req: PlanRequest, p: Plan) -> int:
     every run sends at least 4 requests per user at the peak (so the batch fills)."""
     if req.bench_requests is not None:
         return req.bench_requests
-    return max(math.ceil(ERROR_RULE_REQUESTS / req.repeats), 4 * p.peak_concurrency)
+    return max(
+        math.ceil(ERROR_RULE_REQUESTS / req.repeats), BENCH_REQUESTS_PER_USER * p.peak_concurrency
+    )
 
 
 def _bench_common(req: PlanRequest, p: Plan) -> list[str]:
@@ -563,12 +571,11 @@ def risks(req: PlanRequest, pred: Predictor, p: Plan) -> list[str]:
         "on these figures."
         for n in p.calibration[1:]
     ]
-    short = float(
-        (sample_lengths(req.workload.output_len, 20_000, np.random.default_rng(0)) < 50).mean()
-    )
+    lengths = sample_lengths(req.workload.output_len, 20_000, np.random.default_rng(0))
+    short = float((lengths < SHORT_OUTPUT_TOKENS).mean())
     out.append(
-        f"Short outputs: {short:.0%} of requests produce fewer than 50 tokens; their prefill "
-        "dominates and speculation barely moves their latency."
+        f"Short outputs: {short:.0%} of requests produce fewer than {SHORT_OUTPUT_TOKENS} tokens; "
+        "their prefill dominates and speculation barely moves their latency."
     )
     r1 = p.rows[0]
     if r1.k:
