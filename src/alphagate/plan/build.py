@@ -177,6 +177,11 @@ def _intervals(
     return widen(thr), widen(tpot), p99
 
 
+def _at(rows: list[LoadRow], concurrency: int) -> LoadRow:
+    """The row of one concurrency of the plan's table."""
+    return next(r for r in rows if r.concurrency == concurrency)
+
+
 def _window(policy: _Policy, req: PlanRequest) -> list[int]:
     """The levels the verdict is decided over: target to peak."""
     return [c for c in policy.levels if req.concurrency <= c <= req.peak]
@@ -355,7 +360,7 @@ def _verdict(
 ) -> tuple[Verdict, list[str]]:
     """The verdict and the classes to route away, for the shipped policy (``also_away``: routed
     for their tail, :func:`_p99_check`)."""
-    target = next(r for r in rows if r.concurrency == req.concurrency)
+    target = _at(rows, req.concurrency)
     away = [c.name for c in classes if not c.clears_gate or c.name in also_away]
     if target.k == 0 or target.throughput_speedup < MIN_GAIN or len(away) == len(classes):
         return "no-go", []
@@ -439,10 +444,6 @@ def _ship(
     return _Outcome(verdict, headline, fleet, decision, uncertainty)
 
 
-def _at(rows: list[LoadRow], concurrency: int) -> LoadRow:
-    return next(r for r in rows if r.concurrency == concurrency)
-
-
 def _verdict_reason(
     req: PlanRequest, ev: _Evaluation, out: _Outcome, p99: P99Check | None
 ) -> why.VerdictReason:
@@ -474,10 +475,11 @@ def _verdict_reason(
         peak = why.PeakRun(
             concurrency=req.peak, k=p.k, speedup=u.peak_speedup, interval=u.peak_interval
         )
+    gain = why.Shipped(
+        concurrency=c, k=t.k, speedup=out.headline, interval=u.decision_interval, peak=peak
+    )
     if out.verdict == "go":
-        return why.Shipped(
-            concurrency=c, k=t.k, speedup=out.headline, interval=u.decision_interval, peak=peak
-        )
+        return gain
     routed = [
         why.RoutedClass(
             name=x.name,
@@ -489,13 +491,7 @@ def _verdict_reason(
         if not x.clears_gate
     ]
     return why.ShippedForSome(
-        concurrency=c,
-        k=t.k,
-        speedup=out.headline,
-        interval=u.decision_interval,
-        fleet_speedup=out.fleet,
-        routed=routed,
-        peak=peak,
+        **gain.model_dump(exclude={"kind"}), fleet_speedup=out.fleet, routed=routed
     )
 
 
@@ -822,7 +818,7 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
         return None
     c = max(on)
     k = policy.k_at[c]
-    target = next(r for r in rows if r.concurrency == req.concurrency)
+    target = _at(rows, req.concurrency)
     be = _pessimistic_breakeven(pred, k, c)
     be_v = 1.0 if be is None else be
     tpot = target.tpot_speedup or 1.0
@@ -931,7 +927,7 @@ def _three_way(
     tail stays."""
     if verdict in ("go", "go for some classes only") and decision.low is not None:
         return "measure first" if decision.low < 1.0 else verdict
-    t = next(r for r in rows if r.concurrency == req.concurrency)
+    t = _at(rows, req.concurrency)
     iv = t.throughput_speedup_interval
     if (
         verdict == "no-go" and t.k > 0 and (p99 is None or p99.ok)
@@ -975,7 +971,7 @@ def _uncertainty(
     peak_value = pred.sim_speedup(req.peak, pool, k_peak)
     at = c if straddles else req.peak
     k = policy.k_at[at]
-    t = next(r for r in rows if r.concurrency == c)
+    t = _at(rows, c)
     if (k == 0 and at == c) or (t.k == 0 and t.best_k_sim_speedup > 1.0):
         # speculation is off at the target: is the best K's gain clear of 1× (K = 0 there)?
         best = pred.sim_intervals(c, pool, t.best_k_sim)[0]

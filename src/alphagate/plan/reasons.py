@@ -176,15 +176,21 @@ class PeakRun(Frozen):
     interval: Interval | None
 
 
-class Shipped(Frozen):
-    """GO: the gain at the target, and what runs at the peak (None: the peak is the target)."""
+class _Gain(Frozen):
+    """The throughput speedup shipped at the target, its range, and what runs at the peak
+    (None: the peak is the target)."""
 
-    kind: Literal["shipped"] = "shipped"
     concurrency: int
     k: int
     speedup: float
     interval: Interval | None
     peak: PeakRun | None
+
+
+class Shipped(_Gain):
+    """GO: the gain at the target."""
+
+    kind: Literal["shipped"] = "shipped"
 
 
 class RoutedClass(Frozen):
@@ -196,18 +202,13 @@ class RoutedClass(Frozen):
     fails_at_concurrency: int | None
 
 
-class ShippedForSome(Frozen):
+class ShippedForSome(_Gain):
     """GO FOR SOME CLASSES ONLY: the gain of the classes that clear the gate, fleet-wide, and
     the classes to route without speculation."""
 
     kind: Literal["shipped_for_some"] = "shipped_for_some"
-    concurrency: int
-    k: int
-    speedup: float
-    interval: Interval | None
     fleet_speedup: float
     routed: list[RoutedClass]
-    peak: PeakRun | None
 
 
 VerdictReason = Annotated[
