@@ -54,6 +54,7 @@ RANK = {
     "report": 7,
     "testing": 7,
     "cli": 8,
+    "api": 8,
 }
 
 
