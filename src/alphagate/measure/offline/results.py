@@ -56,6 +56,16 @@ class OfflineClass(Frozen):
     acceptance_length_histogram: list[float] = Field(
         description="at the chosen K: steps that emitted j + 1 tokens (j drafts accepted), j = 0…K"
     )
+    draft_length_histogram: list[float] | None = Field(
+        default=None,
+        description="drafts of variable length (suffix decoding): engine steps that drafted L "
+        "tokens, L = 0…K (L = 0: a step without a draft, which vLLM does not count)",
+    )
+    acceptance_by_length: list[list[float]] | None = Field(
+        default=None,
+        description="drafts of variable length: engine steps that drafted L tokens and accepted "
+        "a of them, row L = 0…K, entry a = 0…L (what the simulator draws a step from)",
+    )
 
 
 class Skipped(Frozen):
