@@ -1,0 +1,155 @@
+"""Drafts of variable length (suffix decoding drafts 0 … K tokens per step, by how much of the
+context its suffix trees match): acceptance as a joint distribution over engine steps,
+``joint[L, a]`` — the share (or count) of steps that drafted L tokens and accepted a of them,
+``[..., K + 1, K + 1]`` with a ≤ L (L = 0: a step without a draft).
+
+Everything a fixed-K chain takes from α follows from the joint instead: vLLM's counters (a step
+is a draft only when it drafted, ``vllm/v1/core/sched/scheduler.py``, ``update_from_output``),
+
+    drafts D = Σ_{L≥1} n_{L,a}      draft tokens = Σ L·n_{L,a}      accepted A = Σ a·n_{L,a}
+    c_i = Σ_{a≥i} n_{L,a}           ρ = A ÷ draft tokens            τ = 1 + A ÷ D
+
+the tokens a decoding sequence emits per step, 1 + Σ a·p_{L,a} (over every step), and the verify
+positions it schedules, 1 + Σ L·p_{L,a}. α at position i is conditional on a draft reaching it —
+drafted there, the first i − 1 tokens accepted: α_i = c_i ÷ Σ_{L≥i, a≥i−1} n_{L,a} (vLLM's
+c_i ÷ c_{i−1} counts the steps that never drafted an i-th token). A fixed-K chain is the joint
+with all its mass on L = K (:func:`chain_joint`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from alphagate.core.traffic import TrafficClass
+from alphagate.theory._arrays import as_float
+
+__all__ = [
+    "LengthCounters",
+    "chain_joint",
+    "conditional_alpha",
+    "joint_from_lengths",
+    "length_counters",
+    "mean_drafted",
+    "profile_class",
+    "tokens_per_step",
+    "truncate_joint",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class LengthCounters(NamedTuple):
+    """vLLM's counters of a joint, and the denominators of α conditional on a draft reaching
+    each position (summed over the joint's last two axes)."""
+
+    drafts: FloatArray
+    draft_tokens: FloatArray
+    accepted: FloatArray
+    accepted_per_pos: FloatArray  # [..., K]: c_i
+    reached_per_pos: FloatArray  # [..., K]: steps whose draft reached position i
+    histogram: FloatArray  # [..., K + 1]: drafting steps that accepted exactly a
+
+
+def _tail_sum(x: FloatArray, axis: int) -> FloatArray:
+    """Σ over indices ≥ each index along ``axis`` (a reversed cumulative sum)."""
+    return np.flip(np.cumsum(np.flip(x, axis), axis), axis)
+
+
+def length_counters(joint: npt.ArrayLike) -> LengthCounters:
+    """Counters of a joint ``[..., K + 1, K + 1]`` (L drafted × a accepted)."""
+    j = as_float(joint)
+    k = j.shape[-1] - 1
+    n = np.arange(k + 1, dtype=np.float64)
+    by_a = j[..., 1:, :].sum(axis=-2)  # steps with a draft, by accepted
+    reached = _tail_sum(_tail_sum(j, -2), -1)  # [..., L, a]: Σ over L' ≥ L and a' ≥ a
+    i = np.arange(1, k + 1)
+    return LengthCounters(
+        drafts=by_a.sum(axis=-1),
+        draft_tokens=(j.sum(axis=-1) * n).sum(axis=-1),
+        accepted=(by_a * n).sum(axis=-1),
+        accepted_per_pos=_tail_sum(by_a, -1)[..., 1:],
+        reached_per_pos=reached[..., i, i - 1],
+        histogram=by_a,
+    )
+
+
+def conditional_alpha(joint: npt.ArrayLike) -> FloatArray:
+    """α_i = c_i ÷ (steps whose draft reached position i), ``[..., K]``; NaN where none did."""
+    c = length_counters(joint)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(c.reached_per_pos > 0, c.accepted_per_pos / c.reached_per_pos, np.nan)
+
+
+def profile_class(
+    name: str, share: float, steps: list[list[float]], source: str = "given"
+) -> TrafficClass:
+    """A traffic class whose drafts vary in length: its step joint (rows L = 0…K, counts or
+    shares) and, for what reads one α per position, α conditional on a draft reaching each
+    position (the positions no draft reached are left off)."""
+    k = len(steps) - 1
+    joint = np.zeros((k + 1, k + 1))
+    for n, row in enumerate(steps):
+        joint[n, : n + 1] = row[: n + 1]
+    alpha = conditional_alpha(joint)
+    reached = alpha[~np.isnan(alpha)]
+    return TrafficClass(
+        name=name,
+        share=share,
+        alpha_by_pos=tuple(float(x) for x in reached) if reached.size else (0.0,),
+        draft_steps=tuple(tuple(float(x) for x in joint[n, : n + 1]) for n in range(k + 1)),
+        source=source,
+    )
+
+
+def tokens_per_step(joint: npt.ArrayLike) -> FloatArray:
+    """Tokens a decoding sequence emits per engine step: 1 + E[a] over every step (a step
+    without a draft emits one)."""
+    j = as_float(joint)
+    p = j / j.sum(axis=(-1, -2), keepdims=True)
+    return np.asarray(1.0 + (p.sum(axis=-2) * np.arange(j.shape[-1])).sum(axis=-1))
+
+
+def mean_drafted(joint: npt.ArrayLike) -> FloatArray:
+    """Draft tokens a decoding sequence puts in the verify pass per step: E[L] over every step."""
+    j = as_float(joint)
+    p = j / j.sum(axis=(-1, -2), keepdims=True)
+    return np.asarray((p.sum(axis=-1) * np.arange(j.shape[-2])).sum(axis=-1))
+
+
+def truncate_joint(joint: npt.ArrayLike, k: int) -> FloatArray:
+    """The joint when at most ``k`` draft tokens are verified per step (the scheduler cuts a
+    longer draft, ``vllm/v1/core/sched/scheduler.py``): L → min(L, k), a → min(a, k)."""
+    j = as_float(joint)
+    big = j.shape[-1] - 1
+    if k >= big:
+        return np.array(j, dtype=np.float64)
+    out = np.array(j[..., : k + 1, : k + 1], dtype=np.float64)
+    out[..., k, :] += j[..., k + 1 :, : k + 1].sum(axis=-2)
+    out[..., :, k] += j[..., : k + 1, k + 1 :].sum(axis=-1)
+    out[..., k, k] += j[..., k + 1 :, k + 1 :].sum(axis=(-1, -2))
+    return out
+
+
+def joint_from_lengths(lengths: npt.ArrayLike, alpha_by_pos: npt.ArrayLike) -> FloatArray:
+    """The joint of drafts whose lengths follow ``lengths`` (``[K + 1]``, L = 0 … K) and whose
+    position i is accepted with conditional probability α_i when reached (``[K]``): P(a ≥ j | L)
+    = Π_{i≤j} α_i for j ≤ L."""
+    p = as_float(lengths)
+    k = p.size - 1
+    reach = np.concatenate([[1.0], np.cumprod(as_float(alpha_by_pos)[:k])])  # P(a ≥ j), j = 0…K
+    out = np.zeros((k + 1, k + 1))
+    for n in range(k + 1):
+        r = reach[: n + 1]
+        out[n, : n + 1] = p[n] * (r - np.append(r[1:], 0.0))
+    return out
+
+
+def chain_joint(alpha_by_pos: npt.ArrayLike) -> FloatArray:
+    """A chain of K drafts every step (EAGLE, a draft model): all mass on L = K."""
+    a = as_float(alpha_by_pos)
+    lengths = np.zeros(a.size + 1)
+    lengths[-1] = 1.0
+    return joint_from_lengths(lengths, a)
