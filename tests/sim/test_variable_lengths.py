@@ -22,6 +22,7 @@ from alphagate.sim.workload import (
     unconditional_table,
 )
 from alphagate.specs import DeploymentConfig, SuffixDrafter, WorkloadConfig, resolve_deployment
+from alphagate.theory.acceptance import equivalent_alpha
 from alphagate.theory.lengths import length_counters, profile_class
 
 H100_8B = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", gpu="h100")
@@ -106,7 +107,7 @@ def test_a_profile_of_whole_chains_is_the_chain() -> None:
     reach = np.cumprod([1.0, 0.8, 0.7, 0.6])
     last = [float(x) for x in reach - np.append(reach[1:], 0.0)]
     as_profile = profile_class("c", 1.0, [[0.0], [0.0, 0.0], [0.0, 0.0, 0.0], last])
-    assert as_profile.alpha_by_pos == pytest.approx((0.8, 0.7, 0.6))
+    assert as_profile.alpha == pytest.approx(float(equivalent_alpha([0.8, 0.7, 0.6])), abs=1e-8)
     for b in (1.0, 16.0, 200.0):
         assert model_speedup(cost, (as_profile,), 3, b, wl) == pytest.approx(
             model_speedup(cost, (chain,), 3, b, wl), rel=1e-12

@@ -15,6 +15,7 @@ from alphagate.theory.lengths import (
     length_counters,
     mean_drafted,
     profile_class,
+    rate_and_length,
     tokens_per_step,
     truncate_joint,
 )
@@ -64,12 +65,23 @@ def test_truncation_moves_longer_drafts_to_the_cap() -> None:
     assert float(tokens_per_step(t)) == pytest.approx(float(tokens_per_step(j)))
 
 
-def test_a_profile_class_carries_its_joint_and_conditional_alpha() -> None:
-    c = profile_class("code", 0.5, [[1], [0, 1], [0, 0, 0], [0, 0, 1, 0]], source="measured (x)")
-    assert c.alpha_by_pos == (1.0, 1.0, 0.0) and c.share == 0.5
+def test_a_profile_class_carries_its_joint_and_its_alpha_at_its_lengths() -> None:
+    steps = [[1], [0, 1], [0, 0, 0], [0, 0, 1, 0]]
+    c = profile_class("code", 0.5, steps, source="measured (x)")
+    assert c.share == 0.5 and c.alpha is not None
+    j = np.zeros((4, 4))
+    for n, row in enumerate(steps):
+        j[n, : n + 1] = row
+    at = joint_from_lengths(j.sum(axis=1) / j.sum(), np.full(3, c.alpha))
+    assert float(tokens_per_step(at)) == pytest.approx(float(tokens_per_step(j)), abs=1e-8)
+    # a whole chain's α at its lengths is its equivalent i.i.d. α
+    chain = profile_class("c", 1.0, chain_joint([0.8, 0.8, 0.8]))
+    assert chain.alpha == pytest.approx(0.8, abs=1e-8)
+    rho, tau = rate_and_length(0.8, [0.0, 0.0, 0.0, 1.0])
+    assert rho == pytest.approx((0.8 + 0.64 + 0.512) / 3) and tau == pytest.approx(1 + 3 * rho)
     assert c.draft_steps is not None and sum(map(sum, c.draft_steps)) == pytest.approx(1.0)
     assert c.alpha_label() == "τ 2.50, drafts ≤ 3"
-    with pytest.raises(ValueError, match="alpha_by_pos"):
+    with pytest.raises(ValueError, match="reached position"):
         TrafficClass(name="x", share=1.0, draft_steps=((1.0,), (0.0, 1.0)))
     with pytest.raises(ValueError, match="row L"):
         TrafficClass(name="x", share=1.0, alpha=0.5, draft_steps=((1.0,), (1.0,)))

@@ -49,8 +49,8 @@ class TrafficClass(Frozen):
         default=None,
         min_length=2,
         description="drafts of variable length (suffix decoding): the share of engine steps "
-        "that drafted L tokens and accepted a, row L = 0…K, entry a = 0…L; alpha_by_pos is then "
-        "α conditional on a draft reaching the position",
+        "that drafted L tokens and accepted a, row L = 0…K, entry a = 0…L (what the simulator "
+        "draws); alpha is then the α per reached position that gives its τ at its lengths",
     )
     source: str = Field(
         default="given", description="given | prior … | measured (FILE) — where α came from"
@@ -82,10 +82,10 @@ class TrafficClass(Frozen):
     def _one_alpha(self) -> TrafficClass:
         if self.alpha is not None and self.alpha_by_pos is not None:
             raise ValueError(f"class {self.name!r}: give alpha or alpha_by_pos, not both")
-        if self.draft_steps is not None and self.alpha_by_pos is None:
+        if self.draft_steps is not None and self.alpha is None and self.alpha_by_pos is None:
             raise ValueError(
-                f"class {self.name!r}: draft_steps go with alpha_by_pos, α conditional on a "
-                "draft reaching each position (alphagate.theory.lengths.profile_class builds both)"
+                f"class {self.name!r}: draft_steps go with an α per reached position "
+                "(alphagate.theory.lengths.profile_class computes it from them)"
             )
         if self.alpha_by_pos is not None and not all(0.0 <= a <= 1.0 for a in self.alpha_by_pos):
             raise ValueError(f"class {self.name!r}: alpha_by_pos values must lie in [0, 1]")

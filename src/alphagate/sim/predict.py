@@ -20,7 +20,12 @@ from alphagate.sim.kernel import decode_capacity
 from alphagate.sim.workload import draft_steps_table
 from alphagate.specs.workload import WorkloadConfig, length_mean
 from alphagate.theory.acceptance import expected_tokens_per_pass_by_pos
-from alphagate.theory.lengths import mean_drafted, tokens_per_step
+from alphagate.theory.lengths import (
+    joint_from_lengths,
+    mean_drafted,
+    profile_class,
+    tokens_per_step,
+)
 from alphagate.theory.roots import bisect
 
 IntArray = npt.NDArray[np.int64]
@@ -39,9 +44,13 @@ __all__ = [
 MIN_GAIN = 1.02
 
 
-def single_class(alpha: float) -> tuple[TrafficClass, ...]:
-    """All traffic in one class at ``alpha``."""
-    return (TrafficClass(name="all", share=1.0, alpha=alpha),)
+def single_class(alpha: float, lengths: FloatArray | None = None) -> tuple[TrafficClass, ...]:
+    """All traffic in one class at ``alpha`` — with ``lengths`` (the share of steps drafting
+    L = 0 … K tokens), drafts of those lengths at ``alpha`` per reached position."""
+    if lengths is None:
+        return (TrafficClass(name="all", share=1.0, alpha=alpha),)
+    joint = joint_from_lengths(lengths, np.full(lengths.size - 1, alpha))
+    return (profile_class("all", 1.0, joint),)
 
 
 def _poisson_pmf(lam: float) -> tuple[IntArray, FloatArray]:
@@ -111,15 +120,20 @@ def model_speedup(
 
 
 def breakeven_alpha_model(
-    cost: StepCostModel, k: int, batch: float, workload: WorkloadConfig
+    cost: StepCostModel,
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
+    lengths: FloatArray | None = None,
 ) -> float | None:
-    """α where the model speedup at ``batch`` reaches 1; 0 when any α pays, None when α = 1 does not."""
-    if model_speedup(cost, single_class(0.0), k, batch, workload) >= 1.0:
+    """α where the model speedup at ``batch`` reaches 1; 0 when any α pays, None when α = 1 does
+    not (``lengths``: drafts of those lengths, :func:`single_class`)."""
+    if model_speedup(cost, single_class(0.0, lengths), k, batch, workload) >= 1.0:
         return 0.0
-    if model_speedup(cost, single_class(1.0), k, batch, workload) < 1.0:
+    if model_speedup(cost, single_class(1.0, lengths), k, batch, workload) < 1.0:
         return None
     return bisect(
-        lambda a: model_speedup(cost, single_class(a), k, batch, workload) >= 1.0,
+        lambda a: model_speedup(cost, single_class(a, lengths), k, batch, workload) >= 1.0,
         0.0,
         1.0,
         tol=1e-9,

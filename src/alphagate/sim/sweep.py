@@ -34,6 +34,7 @@ from alphagate.sim.workload import (
     ClosedLoop,
     OpenLoop,
     RequestSet,
+    draft_steps_table,
     sample_classes,
     sample_requests,
     unconditional_table,
@@ -83,8 +84,9 @@ def _paired_speedup(
     seed: int,
 ) -> float:
     sc = Scenario(
-        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs
-    )
+        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs,
+        draft_steps=draft_steps_table(classes, k),
+    )  # fmt: skip
     s = run_paired(cost, sc, np.random.default_rng(seed)).speedup.throughput_speedup
     return float("nan") if s is None else s
 
@@ -322,6 +324,7 @@ def _load_scenarios(
                     max_seqs,
                     cfg.disable_above_batch,
                     f"{label} K={k}",
+                    draft_steps_table(classes, k),
                 )
             )
             keys.append((k, label, alpha))

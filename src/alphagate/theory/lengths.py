@@ -25,15 +25,19 @@ import numpy.typing as npt
 
 from alphagate.core.traffic import TrafficClass
 from alphagate.theory._arrays import as_float
+from alphagate.theory.roots import bisect
 
 __all__ = [
     "LengthCounters",
     "chain_joint",
     "conditional_alpha",
+    "draft_lengths",
+    "equivalent_alpha_at_lengths",
     "joint_from_lengths",
     "length_counters",
     "mean_drafted",
     "profile_class",
+    "rate_and_length",
     "tokens_per_step",
     "truncate_joint",
 ]
@@ -83,22 +87,60 @@ def conditional_alpha(joint: npt.ArrayLike) -> FloatArray:
         return np.where(c.reached_per_pos > 0, c.accepted_per_pos / c.reached_per_pos, np.nan)
 
 
+def draft_lengths(joint: npt.ArrayLike) -> FloatArray:
+    """The share of steps that draft L tokens, ``[..., K + 1]`` (L = 0 … K)."""
+    j = as_float(joint)
+    return np.asarray(j.sum(axis=-1) / j.sum(axis=(-1, -2))[..., None])
+
+
+def equivalent_alpha_at_lengths(joint: npt.ArrayLike) -> float:
+    """The one α per reached position that, with the joint's own draft lengths
+    (:func:`joint_from_lengths`), gives the joint's tokens per step: what a fixed-K gate's α is
+    for drafts of variable length (ρ and τ at that α and those lengths equal the joint's only
+    when acceptance does not vary with position)."""
+    j = as_float(joint)
+    lengths = draft_lengths(j)
+    k = j.shape[-1] - 1
+    want = float(tokens_per_step(j))
+
+    def at(a: float) -> float:
+        return float(tokens_per_step(joint_from_lengths(lengths, np.full(k, a))))
+
+    if want <= at(0.0) + 1e-12:
+        return 0.0
+    if want >= at(1.0) - 1e-12:
+        return 1.0
+    return bisect(lambda a: at(a) >= want, 0.0, 1.0, tol=1e-10)
+
+
+def rate_and_length(alpha: float, lengths: npt.ArrayLike) -> tuple[float, float]:
+    """(ρ, τ) of drafts of these lengths (``[K + 1]``) at one α per reached position."""
+    p = as_float(lengths)
+    c = length_counters(joint_from_lengths(p, np.full(p.size - 1, alpha)))
+    rho = float(c.accepted / c.draft_tokens) if c.draft_tokens > 0 else 0.0
+    tau = 1.0 + float(c.accepted / c.drafts) if c.drafts > 0 else 1.0
+    return rho, tau
+
+
 def profile_class(
-    name: str, share: float, steps: list[list[float]], source: str = "given"
+    name: str, share: float, steps: npt.ArrayLike | list[list[float]], source: str = "given"
 ) -> TrafficClass:
     """A traffic class whose drafts vary in length: its step joint (rows L = 0…K, counts or
-    shares) and, for what reads one α per position, α conditional on a draft reaching each
-    position (the positions no draft reached are left off)."""
-    k = len(steps) - 1
-    joint = np.zeros((k + 1, k + 1))
-    for n, row in enumerate(steps):
-        joint[n, : n + 1] = row[: n + 1]
-    alpha = conditional_alpha(joint)
-    reached = alpha[~np.isnan(alpha)]
+    shares; ragged lists or a square array) and, for what reads one α per class, the α per
+    reached position that gives its tokens per step at its lengths
+    (:func:`equivalent_alpha_at_lengths`)."""
+    if isinstance(steps, list):
+        k = len(steps) - 1
+        joint = np.zeros((k + 1, k + 1))
+        for n, row in enumerate(steps):
+            joint[n, : n + 1] = row[: n + 1]
+    else:
+        joint = as_float(steps)
+    k = joint.shape[-1] - 1
     return TrafficClass(
         name=name,
         share=share,
-        alpha_by_pos=tuple(float(x) for x in reached) if reached.size else (0.0,),
+        alpha=equivalent_alpha_at_lengths(joint),
         draft_steps=tuple(tuple(float(x) for x in joint[n, : n + 1]) for n in range(k + 1)),
         source=source,
     )

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from alphagate.core.records import Frozen
 from alphagate.measure.estimate import Interval
+from alphagate.specs.deployment import SuffixParams
 
 __all__ = [
     "AGREEMENT_WARN",
@@ -136,4 +137,11 @@ class OfflineDetails(Frozen):
     )
     checkpoint: list[CheckpointNote] = Field(
         default_factory=list, description="what the resumed checkpoint did not hold whole"
+    )
+    suffix: SuffixParams | None = Field(
+        default=None,
+        description="suffix decoding: the trees' settings replayed (K is num_speculative_tokens)",
+    )
+    arctic_inference: str | None = Field(
+        default=None, description="suffix decoding: the arctic-inference release replayed"
     )

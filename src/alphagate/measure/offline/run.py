@@ -308,6 +308,15 @@ def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
     return _Summaries(overall, overall_detail, classes, details)
 
 
+def _suffix_details(cfg: OfflineConfig) -> dict[str, object]:
+    """What a suffix replay ran: the trees' settings and arctic-inference's release."""
+    if cfg.drafter != "suffix":
+        return {}
+    from alphagate.measure.offline.suffix import arctic_version
+
+    return {"suffix": cfg.suffix, "arctic_inference": arctic_version()}
+
+
 def _result(
     cfg: OfflineConfig,
     problems: dict[str, list[str]],
@@ -351,6 +360,7 @@ def _result(
         overall=s.overall_detail,
         max_model_len=cfg.max_model_len,
         checkpoint=repairs,
+        **_suffix_details(cfg),
     )
     return MeasureResult(
         verb="measure offline",
