@@ -107,3 +107,23 @@ def test_the_suffix_replay_equals_vllms_counters(tiny: Any, logdir: Path, tmp_pa
         }  # fmt: skip
         assert {key: got[key] for key in want} == want, (cls, got, want)
     assert REPO.exists()
+
+
+def test_a_suffix_plan_prints_what_vllms_parser_accepts(tmp_path: Path) -> None:
+    """Every ``vllm`` line of a suffix plan passes the installed vLLM's own CLI parser and
+    engine arguments, and the replica's speculative config is the measured one."""
+    from tests.plan.test_plan_suffix import _result
+    from tests.real_engine.test_rollout_vllm import _parse, _vllm_lines
+
+    m = _result(tmp_path / "suffix.json", 0.9)
+    plan = Cli().json(
+        "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--class", "code:1.0",
+        "--alpha-from", str(m), "-c", "16", "--out", str(tmp_path / "plan.md"),
+    )  # fmt: skip
+    parsed = _parse(_vllm_lines(plan))
+    assert all(p["ok"] for p in parsed), parsed
+    base, cand = [p for p in parsed if p["kind"] == "serve"]
+    assert base["speculative_config"] is None
+    assert cand["speculative_config"] == plan["speculative_config"]
+    assert cand["speculative_config"]["method"] == "suffix"
+    _report("rollout/suffix", {"speculative_config": cand["speculative_config"]})
