@@ -111,9 +111,10 @@ def replays() -> float:
 
 
 def end_to_end() -> None:
+    from tests.measure.offline_fixtures import build, greedy_log
+
     from alphagate.measure.offline.config import OfflineConfig
     from alphagate.measure.offline.run import measure_offline
-    from tests.measure.offline_fixtures import build, greedy_log
 
     root = Path(tempfile.mkdtemp())
     tiny = build(root)
