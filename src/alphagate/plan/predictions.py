@@ -42,6 +42,7 @@ from alphagate.sim.workload import (
     ClosedLoop,
     RequestSet,
     draft_steps_table,
+    pooled_lengths,
     sample_classes,
     sample_requests,
     unconditional_table,
@@ -49,9 +50,9 @@ from alphagate.sim.workload import (
 from alphagate.specs.deployment import ResolvedDeployment, resolve_deployment
 from alphagate.specs.uncertainty import CostRanges, cost_ranges
 from alphagate.theory.acceptance import draft_acceptance_rate, mean_acceptance_length
-from alphagate.theory.lengths import draft_lengths, rate_and_length, tokens_per_step
+from alphagate.theory.lengths import rate_and_length
 
-__all__ = ["Predictor", "plan_levels", "pooled_lengths"]
+__all__ = ["Predictor", "plan_levels"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -79,24 +80,6 @@ def plan_levels(target: int, peak: int) -> list[int]:
     levels = {1, target, peak}
     levels.update(c for c in STANDARD_LEVELS if c < peak)
     return sorted(levels)
-
-
-def pooled_lengths(classes: tuple[TrafficClass, ...]) -> FloatArray | None:
-    """The share of all steps that draft L = 0 … K tokens, over classes whose drafts vary in
-    length (each class's steps in proportion to its share of tokens ÷ its tokens per step);
-    None when every class drafts chains."""
-    profiles = [c for c in classes if c.draft_steps is not None]
-    if not profiles:
-        return None
-    k = max(len(c.draft_steps or ()) for c in profiles) - 1
-    out = np.zeros(k + 1)
-    for c in profiles:
-        steps = c.draft_steps or ()
-        joint = np.zeros((k + 1, k + 1))
-        for n, row in enumerate(steps):
-            joint[n, : n + 1] = row
-        out += c.share / float(tokens_per_step(joint)) * draft_lengths(joint)
-    return np.asarray(out / out.sum(), dtype=np.float64)
 
 
 class Predictor:
