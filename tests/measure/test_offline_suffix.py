@@ -260,3 +260,19 @@ def test_what_a_suffix_replay_cannot_do_is_refused(tmp_path: Path) -> None:
     ):
         with pytest.raises(ValueError, match=what):
             OfflineConfig(**base, **bad)
+
+
+def test_without_arctic_inference_the_replay_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib import metadata
+
+    import alphagate.measure.offline.suffix as sfx
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(sfx.metadata, "version", missing)
+    with pytest.raises(MeasureError, match="arctic-inference==0.1.1") as e:
+        SuffixReplay(SuffixParams(), k=4, max_model_len=100)
+    assert e.value.exit_code == 2 and "pip install" in str(e.value)
