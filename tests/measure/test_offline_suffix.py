@@ -273,6 +273,6 @@ def test_without_arctic_inference_the_replay_says_how_to_install_it(
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(sfx.metadata, "version", missing)
-    with pytest.raises(MeasureError, match="arctic-inference==0.1.1") as e:
+    with pytest.raises(MeasureError, match=r"arctic-inference==0\.1\.1") as e:
         SuffixReplay(SuffixParams(), k=4, max_model_len=100)
     assert e.value.exit_code == 2 and "pip install" in str(e.value)
