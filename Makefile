@@ -18,9 +18,9 @@ $(VENV)/.runtime: pyproject.toml
 	$(PIP) install -e .
 	touch $@
 
-# Dev install: torch 2.13.0 first (the CPU wheel on disk; an unpinned torch would
-# pull a multi-GB CUDA build), then the package with its dev, offline and ray extras, and
-# arctic-inference for suffix decoding (below).
+# Dev install: torch 2.13.0 first (the CPU wheel on disk; an unpinned torch would pull a
+# multi-GB CUDA build; the arctic-inference build below installs it), then the package with its
+# dev, offline and ray extras, and arctic-inference for suffix decoding.
 $(VENV)/.dev: pyproject.toml $(VENV)/.runtime $(ARCTIC_WHEEL)
 	$(PIP) install "torch==2.13.0"
 	$(PIP) install -e ".[dev,offline,ray]"
@@ -31,16 +31,14 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.runtime $(ARCTIC_WHEEL)
 
 # arctic-inference, the suffix trees behind vLLM's suffix decoding (vLLM 0.32 pins 0.1.1) and
 # `measure offline --drafter suffix`: PyPI has it only as a source distribution whose setup.py
-# imports torch and builds a C++ extension with CMake and nanobind. It is built once, in a
-# virtualenv of its own (CMake's FindPython must see that virtualenv's python first, else "No
-# module named nanobind"), and the wheel — no run-time dependencies — is installed into .venv
-# and .venv-vllm without them.
-$(ARCTIC_WHEEL):
-	test -x $(ARCTIC_DIR)/venv/bin/python || $(PYTHON) -m venv $(ARCTIC_DIR)/venv
-	$(ARCTIC_DIR)/venv/bin/python -m pip --disable-pip-version-check -q install \
-	  "torch==2.13.0" setuptools wheel ninja cmake "nanobind==2.9.2" grpcio-tools
-	PATH="$(CURDIR)/$(ARCTIC_DIR)/venv/bin:$$PATH" $(ARCTIC_DIR)/venv/bin/python -m pip \
-	  --disable-pip-version-check -q wheel --no-build-isolation --no-deps "$(ARCTIC)" \
+# imports torch and builds one small C++ extension with CMake and nanobind. It is built once,
+# without build isolation, against .venv's own torch with only the build tools added (its gRPC
+# code generation, for a module alphagate never imports, fails softly without grpcio-tools), with
+# .venv/bin first on PATH so that CMake's FindPython sees the python that has nanobind. The wheel
+# has no run-time dependencies and is installed into .venv and .venv-vllm without any.
+$(ARCTIC_WHEEL): $(VENV)/.runtime
+	$(PIP) install "torch==2.13.0" wheel ninja cmake "nanobind==2.9.2"
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PIP) wheel --no-build-isolation --no-deps "$(ARCTIC)" \
 	  -w $(ARCTIC_DIR)/wheels
 	touch $@
 

@@ -44,7 +44,7 @@ IntArray = npt.NDArray[np.int64]
 #: The arctic-inference release vLLM 0.32 pins for suffix decoding (``_validate_suffix_decoding``).
 ARCTIC_VERSION: Final = "0.1.1"
 _INSTALL: Final = (
-    "pip install torch==2.13.0 setuptools wheel ninja cmake nanobind==2.9.2 grpcio-tools && "
+    "pip install torch==2.13.0 setuptools wheel ninja cmake nanobind==2.9.2 && "
     f"pip install --no-build-isolation 'arctic-inference=={ARCTIC_VERSION}' "
     "(its PyPI release is a source distribution that builds a C++ extension; `make` does this "
     "for the project's environments)"
