@@ -99,12 +99,15 @@ def equivalent_alpha_at_lengths(joint: npt.ArrayLike) -> float:
     for drafts of variable length (ρ and τ at that α and those lengths equal the joint's only
     when acceptance does not vary with position)."""
     j = as_float(joint)
-    lengths = draft_lengths(j)
     k = j.shape[-1] - 1
+    # P(L ≥ i), i = 1…K: position i is drafted, and accepted with α^i (tokens_per_step of
+    # joint_from_lengths at a constant α, in closed form: the bisection calls it often)
+    reached = draft_lengths(j)[::-1].cumsum()[::-1][1:]
+    powers = np.arange(1, k + 1)
     want = float(tokens_per_step(j))
 
     def at(a: float) -> float:
-        return float(tokens_per_step(joint_from_lengths(lengths, np.full(k, a))))
+        return 1.0 + float((a**powers * reached).sum())
 
     if want <= at(0.0) + 1e-12:
         return 0.0
