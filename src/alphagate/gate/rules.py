@@ -395,6 +395,12 @@ def plan_rules(plan: Plan, path: Path) -> list[Rule]:
     for c in plan.classes:
         if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
             rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    if plan.method == "suffix":
+        # drafts of variable length: the server's α is position 1's, not the plan's α per reached
+        # position at the measured draft lengths; the τ that α gives there is what it measures
+        tau = g.mean_acceptance_length_min
+        rules = [r.model_copy(update={"metric": "mean_acceptance_length", "threshold": tau})
+                 for r in rules]  # fmt: skip
     at = plan.concurrency
     rules += [
         Rule(metric="tpot_speedup", threshold=g.min_tpot_speedup, concurrency=at, source=src),

@@ -203,8 +203,20 @@ def _cut_losses(
 def _policy(pred: Predictor, req: PlanRequest, blend: tuple[TrafficClass, ...]) -> _Policy:
     levels = plan_levels(req.concurrency, req.peak)
     version = None if req.engine_version is None else parse_engine_version(req.engine_version)
-    dynamic = req.engine == "vllm" and (version is None or version >= DYNAMIC_K_SINCE)
-    fixed_k = req.k or pred.paying_k_sim(req.concurrency, blend) or pred.paying_k_sim(1, blend) or 1
+    # suffix decoding ships one cap: vLLM's proposer asserts that a step schedules exactly
+    # num_speculative_tokens (vllm/v1/spec_decode/suffix_decoding.py), so no schedule by batch
+    dynamic = (
+        req.engine == "vllm"
+        and (version is None or version >= DYNAMIC_K_SINCE)
+        and pred.suffix_cap is None
+    )
+    fixed_k = (
+        req.k
+        or pred.suffix_cap
+        or pred.paying_k_sim(req.concurrency, blend)
+        or pred.paying_k_sim(1, blend)
+        or 1
+    )
     if dynamic:
         schedule = pred.model_schedule(blend)
         k_at, cut = _cut_losses(
@@ -575,12 +587,12 @@ def _changes(
 def _alpha_needed(pred: Predictor, req: PlanRequest) -> why.VerdictChange:
     """The lowest gate α over K in 1..K max at the target, with its ρ (none: no α pays)."""
     c = req.concurrency
-    needs = [(k, _gate_alpha(pred, k, c)) for k in range(1, (req.k or req.k_max) + 1)]
+    needs = [(k, _gate_alpha(pred, k, c)) for k in pred.k_range]
     reachable = [(k, a) for k, a in needs if a < 1.0]
     if not reachable:
         return why.NoAlphaPays(concurrency=c)
     k, a = min(reachable, key=lambda x: x[1])
-    rho = float(theory.draft_acceptance_rate(a, k))
+    rho = pred.rate_and_length(a, k)[0]
     return why.AlphaNeeded(alpha=a, draft_acceptance_rate=rho, k=k, concurrency=c)
 
 
@@ -824,19 +836,20 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
     tpot = target.tpot_speedup or 1.0
     tpot_low = target.tpot_speedup_interval.low if target.tpot_speedup_interval else None
     a = _gate_alpha(pred, k, c)
+    rho_min, tau_min = pred.rate_and_length(a, k)
     return Gate(
         concurrency=c,
         k=k,
         alpha_breakeven=be_v,
         alpha_min=a,
-        draft_acceptance_rate_min=float(theory.draft_acceptance_rate(a, k)),
-        mean_acceptance_length_min=float(theory.mean_acceptance_length(a, k)),
+        draft_acceptance_rate_min=rho_min,
+        mean_acceptance_length_min=tau_min,
         quantity_gated=(
             "draft acceptance rate ρ (accepted ÷ drafted, what vLLM reports), "
             "with the conditional α it implies"
         ),
         fixed_rule_alpha=FIXED_RULE,
-        fixed_rule_draft_acceptance_rate=float(theory.draft_acceptance_rate(FIXED_RULE, k)),
+        fixed_rule_draft_acceptance_rate=pred.rate_and_length(FIXED_RULE, k)[0],
         min_tpot_speedup=min(
             TPOT_GATE_CAP, tpot / TPOT_GATE_SLACK, *([tpot_low] if tpot_low else [])
         ),

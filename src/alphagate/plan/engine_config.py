@@ -3,9 +3,14 @@ for K, and SGLang flags.
 
 Field names are vLLM's ``SpeculativeConfig`` (``vllm/config/speculative.py``): ``method``,
 ``model``, ``num_speculative_tokens``, ``draft_tensor_parallel_size``, ``prompt_lookup_min`` /
-``prompt_lookup_max`` (n-gram) and ``num_speculative_tokens_per_batch_size`` (a list of inclusive
+``prompt_lookup_max`` (n-gram), ``suffix_decoding_*`` (suffix decoding; ``num_speculative_tokens``
+is then the cap on a draft) and ``num_speculative_tokens_per_batch_size`` (a list of inclusive
 ``[start, end, K]`` batch-size ranges, validated as ``vllm/v1/spec_decode/dynamic/utils.py`` does).
-SGLang flags are ``sglang.launch_server``'s ``--speculative-*`` (docs: speculative_decoding.md).
+SGLang flags are ``sglang.launch_server``'s ``--speculative-*`` (docs: speculative_decoding.md;
+suffix decoding: ``--speculative-algorithm SUFFIX`` and ``--speculative-suffix-*``,
+``python/sglang/srt/server_args.py`` at commit cdda822c, which pads every draft to
+``--speculative-num-draft-tokens`` positions, the context token first,
+``speculative/suffix_cache_adapter.py``).
 
 :func:`vllm_serve_argv` and :func:`sglang_launch_argv` are the whole command that serves the
 deployment a plan modelled — the checkpoint in the modelled weight dtype (or the online
@@ -22,7 +27,13 @@ import json
 from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
-from alphagate.specs.deployment import DrafterConfig, NgramDrafter, ResolvedDeployment
+from alphagate.specs.deployment import (
+    DrafterConfig,
+    NgramDrafter,
+    ResolvedDeployment,
+    SuffixDrafter,
+    SuffixParams,
+)
 from alphagate.specs.models import checkpoint_for, preset_family
 from alphagate.specs.schedule import ScheduleError, compress_schedule, validate_schedule
 
@@ -51,6 +62,7 @@ VLLM_SPEC_FIELDS: Final[frozenset[str]] = frozenset(
         "prompt_lookup_max",
         "prompt_lookup_min",
         "num_speculative_tokens_per_batch_size",
+        *(f"suffix_decoding_{name}" for name in SuffixParams.model_fields),
     }
 )
 
@@ -87,6 +99,9 @@ def vllm_speculative_config(
     if isinstance(drafter, NgramDrafter):
         cfg["prompt_lookup_max"] = drafter.prompt_lookup_max
         cfg["prompt_lookup_min"] = drafter.prompt_lookup_min
+    if isinstance(drafter, SuffixDrafter):
+        for name in SuffixParams.model_fields:
+            cfg[f"suffix_decoding_{name}"] = getattr(drafter, name)
     dtp = tp if draft_tp is None else draft_tp
     if (tp > 1 or dtp != tp) and method in ("eagle3", "eagle", "draft_model"):
         cfg["draft_tensor_parallel_size"] = dtp
@@ -102,11 +117,24 @@ _SGLANG_ALGORITHM: Final[dict[str, str]] = {
     "draft_model": "STANDALONE",
     "ngram": "NGRAM",
     "mtp": "NEXTN",
+    "suffix": "SUFFIX",
 }
 
 
+def _sglang_suffix_flags(drafter: SuffixDrafter, k: int) -> list[str]:
+    """SGLang's suffix decoding: drafts of up to K tokens after the context token (its verify
+    pass is K + 1 positions wide whatever a draft's length) and the trees' settings."""
+    flags = ["--speculative-algorithm", "SUFFIX", "--speculative-num-draft-tokens", str(k + 1)]
+    for name in SuffixParams.model_fields:
+        flags += [f"--speculative-suffix-{name.replace('_', '-')}", str(getattr(drafter, name))]
+    return flags
+
+
 def sglang_flags(drafter: DrafterConfig, draft: str | None, k: int) -> list[str]:
-    """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1)."""
+    """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1), or for
+    suffix decoding with drafts of up to K tokens."""
+    if isinstance(drafter, SuffixDrafter):
+        return _sglang_suffix_flags(drafter, k)
     method = drafter.method
     flags = ["--speculative-algorithm", _SGLANG_ALGORITHM[method]]
     if method in ("eagle3", "eagle", "draft_model"):

@@ -11,8 +11,9 @@ from pathlib import Path
 from alphagate.core.errors import ConfigError
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.measured import apply_measurement, load_measurement, merge_measurements
+from alphagate.specs.deployment import DeploymentConfig, SuffixDrafter
 
-__all__ = ["fold_measurements"]
+__all__ = ["fold_measurements", "measured_suffix"]
 
 
 def fold_measurements(
@@ -42,3 +43,19 @@ def fold_measurements(
         where = ", ".join(str(p) for p in paths)
         raise ConfigError(f"{where} has no α for {', '.join(missing)}", "alpha_from")
     return mix
+
+
+def measured_suffix(dep: DeploymentConfig, paths: Sequence[str | Path]) -> DeploymentConfig:
+    """``dep`` with the suffix trees' settings its measurement files were replayed with, so
+    that the engine serves what was measured (a deployment of another drafter, or without a
+    suffix measurement, as it is)."""
+    if not isinstance(dep.drafter, SuffixDrafter) or not paths:
+        return dep
+    try:
+        setting = merge_measurements([load_measurement(p) for p in paths]).suffix
+    except ConfigError as exc:
+        raise ConfigError(str(exc), "alpha_from") from None
+    if setting is None:
+        return dep
+    drafter = dep.drafter.model_copy(update=setting.params.model_dump())
+    return dep.model_copy(update={"drafter": drafter})

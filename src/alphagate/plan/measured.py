@@ -12,6 +12,11 @@ Accepted inputs (all JSON):
 - a ``vllm bench serve --save-result`` file with ``spec_decode_acceptance_rate`` (percent) and
   ``spec_decode_per_position_acceptance_rates`` (K = their count): one overall figure.
 
+A ``measure offline --drafter suffix`` result also carries each class's draft-length profile
+(the share of steps drafting L tokens and accepting a) and the suffix trees' settings: the class
+then becomes one whose drafts vary in length (:func:`alphagate.theory.lengths.profile_class`),
+and ``plan --method suffix`` serves the settings that were measured.
+
 A per-class figure applies to its class. An overall figure applies to every class only when the
 user asks for it (``--alpha-overall``), and is labelled so.
 """
@@ -23,22 +28,38 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from alphagate import theory
 from alphagate.core.errors import ConfigError, invalid
 from alphagate.core.records import Frozen
 from alphagate.core.traffic import TrafficClass
+from alphagate.specs.deployment import SuffixParams
+from alphagate.theory.lengths import profile_class
 
 __all__ = ["Measurement", "apply_measurement", "load_measurement", "merge_measurements"]
 
+#: A class's draft-length profile: steps drafting L tokens and accepting a, row L, entry a.
+Profile = list[list[float]]
+
+
+class SuffixSetting(Frozen):
+    """The suffix decoding a profile was measured with: the trees and the cap on a draft."""
+
+    params: SuffixParams
+    k: int
+
 
 class Measurement(Frozen):
-    """α per class and/or one overall α read from a file."""
+    """α per class and/or one overall α read from a file (and, for drafts of variable length,
+    the profiles and the setting they were measured with)."""
 
     source: str
     per_class: dict[str, float]
     overall: float | None
+    profiles: dict[str, Profile] = Field(default_factory=dict)
+    overall_profile: Profile | None = None
+    suffix: SuffixSetting | None = None
 
 
 def _alpha_from_entry(entry: dict[str, Any], where: str, k_default: int | None) -> float:
@@ -92,7 +113,19 @@ def _from_measure(data: dict[str, Any], p: Path) -> Measurement:
     overall = m.overall.alpha_iid if m.overall is not None else None
     if not per and overall is None:
         raise ConfigError(f"{p}: the measurement saw no drafts")
-    return Measurement(source=p.name, per_class=per, overall=overall)
+    d = m.offline
+    if d is None or d.suffix is None:
+        return Measurement(source=p.name, per_class=per, overall=overall)
+    return Measurement(
+        source=p.name,
+        per_class=per,
+        overall=overall,
+        profiles={
+            n: c.acceptance_by_length for n, c in d.classes.items() if c.acceptance_by_length
+        },
+        overall_profile=d.overall.acceptance_by_length,
+        suffix=SuffixSetting(params=d.suffix, k=d.k),
+    )
 
 
 def load_measurement(path: str | Path, k: int | None = None) -> Measurement:
@@ -150,10 +183,15 @@ def merge_measurements(parts: list[Measurement]) -> Measurement:
                     f"class {name} is measured in both {where[name]} and {m.source}: give one"
                 )
             per[name], where[name] = a, m.source
+    settings = {m.suffix for m in parts if m.suffix is not None}
+    if len(settings) > 1:
+        raise ConfigError("the files measured suffix decoding with different settings: give one")
     return Measurement(
         source=", ".join(m.source for m in parts),
         per_class=per,
         overall=None,
+        profiles={n: x for m in parts for n, x in m.profiles.items()},
+        suffix=next(iter(settings), None),
     )
 
 
@@ -171,6 +209,11 @@ def apply_measurement(
     for c in classes:
         if c.has_alpha:
             out.append(c)
+        elif c.name in m.profiles:
+            out.append(profile_class(c.name, c.share, m.profiles[c.name], f"measured ({m.source})"))
+        elif m.overall_profile is not None and overall:
+            src = f"measured overall ({m.source}), applied to every class"
+            out.append(profile_class(c.name, c.share, m.overall_profile, src))
         elif c.name in m.per_class:
             out.append(
                 c.model_copy(

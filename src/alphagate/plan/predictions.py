@@ -15,6 +15,7 @@ from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from alphagate.core.records import Interval
 from alphagate.core.traffic import TrafficClass
@@ -40,14 +41,20 @@ from alphagate.sim.uncertainty import (
 from alphagate.sim.workload import (
     ClosedLoop,
     RequestSet,
+    draft_steps_table,
+    pooled_lengths,
     sample_classes,
     sample_requests,
     unconditional_table,
 )
 from alphagate.specs.deployment import ResolvedDeployment, resolve_deployment
 from alphagate.specs.uncertainty import CostRanges, cost_ranges
+from alphagate.theory.acceptance import draft_acceptance_rate, mean_acceptance_length
+from alphagate.theory.lengths import rate_and_length
 
 __all__ = ["Predictor", "plan_levels"]
+
+FloatArray = npt.NDArray[np.float64]
 
 
 def _interval(values: list[float | None], lo: float = 1.0, hi: float = 1.0) -> Interval:
@@ -76,7 +83,9 @@ def plan_levels(target: int, peak: int) -> list[int]:
 
 
 class Predictor:
-    """Everything a plan asks of the simulator, cached per (concurrency, classes, K)."""
+    """Everything a plan asks of the simulator, cached per (concurrency, classes, K). For drafts
+    of variable length (suffix decoding) the break-even α and the gate's ρ and τ are at the
+    traffic's measured draft lengths (:func:`pooled_lengths`), and K is the measured cap."""
 
     def __init__(self, req: PlanRequest) -> None:
         self.req = req
@@ -94,6 +103,9 @@ class Predictor:
         self._paired: dict[
             tuple[int, tuple[TrafficClass, ...], int, Coefficients | None], PairedRun
         ] = {}
+        self.lengths = pooled_lengths(req.workload.classes)
+        #: suffix decoding: the cap its profiles were measured at (its K; None: chains)
+        self.suffix_cap = None if self.lengths is None else int(self.lengths.size - 1)
 
     def batch(self, concurrency: int) -> float:
         """The steady batch at a concurrency: capped by what the deployment holds."""
@@ -129,6 +141,7 @@ class Predictor:
                 base.with_classes(cls),
                 unconditional_table(classes, k),
                 self.req.deployment.max_num_seqs,
+                draft_steps=draft_steps_table(classes, k),
             )
             self._paired[key] = run_paired(
                 cost or self.cost, sc, np.random.default_rng([self.req.seed, users, k])
@@ -144,7 +157,7 @@ class Predictor:
 
     def best_k_sim(self, users: int, classes: tuple[TrafficClass, ...]) -> tuple[int, float]:
         """The simulator's best K in 1..k_max at ``users`` and its speedup (which may be < 1)."""
-        speeds = {k: self.sim_speedup(users, classes, k) for k in self._k_range}
+        speeds = {k: self.sim_speedup(users, classes, k) for k in self.k_range}
         k = max(speeds, key=lambda x: speeds[x])
         return k, speeds[k]
 
@@ -154,8 +167,19 @@ class Predictor:
         return k if s >= MIN_GAIN else 0
 
     @cached_property
-    def _k_range(self) -> range:
+    def k_range(self) -> range:
+        """The K a plan considers: 1 … K max; suffix decoding, the cap it was measured at."""
+        if self.suffix_cap is not None:
+            k = self.req.k or self.suffix_cap
+            return range(k, k + 1)
         return range(1, (self.req.k or self.req.k_max) + 1)
+
+    def rate_and_length(self, alpha: float, k: int) -> tuple[float, float]:
+        """(ρ, τ) at ``alpha`` with K drafts: a chain's, or at the traffic's draft lengths."""
+        if self.lengths is None:
+            return float(draft_acceptance_rate(alpha, k)), float(mean_acceptance_length(alpha, k))
+        cut = np.append(self.lengths[:k], self.lengths[k:].sum())
+        return rate_and_length(alpha, cut)
 
     # ---------------------------------------------------------------- over the ranges
     def _rebuild(self, efficiencies: dict[str, float]) -> StepCostModel:
@@ -211,7 +235,9 @@ class Predictor:
         """Break-even α over the ranges (None for K = 0); an open high end: no α pays there."""
         if k == 0:
             return None
-        return breakeven_interval(self.design, k, self.batch(concurrency), self.workload)
+        return breakeven_interval(
+            self.design, k, self.batch(concurrency), self.workload, self.lengths
+        )
 
     def crossover_interval(self, classes: tuple[TrafficClass, ...], k: int) -> Interval:
         """Crossover batch over the ranges; an open high end: pays up to the largest batch."""
@@ -221,7 +247,7 @@ class Predictor:
 
     def best_k_range(self, classes: tuple[TrafficClass, ...], concurrency: int) -> tuple[int, int]:
         """The model's best K at a concurrency at the two corners and the value: (lowest, highest)."""
-        k_cap = self.req.k or self.req.k_max
+        k_cap = self.k_range[-1]
         b = float(self.batch(concurrency))
         k0 = best_k_model(self.cost, classes, b, self.workload, k_cap)[0] or 1
         lo_m, hi_m = self.design.corners(lambda m: model_speedup(m, classes, k0, b, self.workload))
@@ -236,7 +262,9 @@ class Predictor:
         """Break-even α for K at a concurrency (None: no α pays; K = 0: None)."""
         if k == 0:
             return None
-        return breakeven_alpha_model(self.cost, k, self.batch(concurrency), self.workload)
+        return breakeven_alpha_model(
+            self.cost, k, self.batch(concurrency), self.workload, self.lengths
+        )
 
     def crossover(self, classes: tuple[TrafficClass, ...], k: int) -> float | None:
         """Batch where K stops paying for ``classes`` (None: pays up to the largest batch)."""
@@ -244,7 +272,7 @@ class Predictor:
 
     def model_schedule(self, classes: tuple[TrafficClass, ...]) -> list[int]:
         """Best K per batch size 1..max_num_seqs from the model, non-increasing, capped at K."""
-        k_cap = self.req.k or self.req.k_max
+        k_cap = self.k_range[-1]
         n = self.req.deployment.max_num_seqs
         ks: list[int] = []
         for b in range(1, n + 1):

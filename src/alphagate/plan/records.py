@@ -62,6 +62,20 @@ def parse_engine_version(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def _check_suffix(req: PlanRequest) -> None:
+    """Suffix decoding drafts as much as its trees match: its acceptance is each class's
+    measured draft-length profile (no prior or typed α says how long its drafts are)."""
+    bare = [c.name for c in req.workload.classes if c.draft_steps is None]
+    if bare:
+        raise ValueError(
+            f"--method suffix: class {', '.join(bare)} has no measured draft lengths; give "
+            "--alpha-from the result of `alphagate measure offline --drafter suffix` on its log"
+        )
+    cap = min(len(c.draft_steps or ()) - 1 for c in req.workload.classes)
+    if req.k is not None and req.k > cap:
+        raise ValueError(f"--k {req.k}: the suffix profiles were measured with drafts ≤ {cap}")
+
+
 class PlanRequest(Frozen):
     """What a plan is computed for: one deployment, its traffic, and the load it must carry."""
 
@@ -172,6 +186,8 @@ class PlanRequest(Frozen):
             raise ValueError(
                 f"peak concurrency {self.peak_concurrency} is below the target {self.concurrency}"
             )
+        if self.deployment.method == "suffix":
+            _check_suffix(self)
         return self
 
     @property

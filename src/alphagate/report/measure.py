@@ -33,11 +33,12 @@ def estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
         fmt_ci(e.mean_acceptance_length_ci),
         "incl. bonus token",
     )
+    short = e.k is not None and e.num_draft_tokens < e.k * e.num_drafts - 0.5
     t.add_row(
         "α  i.i.d. conditional",
         fmt_alpha(e.alpha_iid),
         fmt_ci(e.alpha_iid_ci),
-        "the α this ρ implies",
+        "position 1's (drafts < K)" if short else "the α this ρ implies",
     )
     if e.sglang_accept_length is not None:
         t.add_row(
@@ -59,7 +60,7 @@ def estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
             "95% interval",
             left=0,
         )
-        for i, (c, r, a, iv) in enumerate(
+        rows = list(
             zip(
                 e.accepted_per_pos,
                 e.per_position_acceptance,
@@ -67,7 +68,11 @@ def estimate_table(title: str, e: AcceptanceEstimate) -> RenderableType:
                 e.alpha_by_pos_ci,
                 strict=False,
             )
-        ):
+        )
+        # positions no draft reached (variable lengths seldom reach K) are left out at the end
+        while len(rows) > 1 and rows[-1][0] == 0 and rows[-1][2] is None:
+            rows.pop()
+        for i, (c, r, a, iv) in enumerate(rows):
             p.add_row(str(i + 1), f"{c:,.0f}", fmt_alpha(r), fmt_alpha(a), fmt_ci(iv))
         parts.append(p)
     return Group(*parts)

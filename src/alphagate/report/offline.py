@@ -31,12 +31,42 @@ def _by_k(title: str, c: OfflineClass, k: int) -> RenderableType:
     return t
 
 
+def _shown(xs: list[float]) -> list[float]:
+    """``xs`` without its trailing zeros (drafts of variable length seldom reach K)."""
+    end = max((i for i, x in enumerate(xs) if x), default=0)
+    return xs[: end + 1]
+
+
+def _count(n: float) -> str:
+    return f"{n:,.1f}" if n % 1 else f"{n:,.0f}"
+
+
 def _histogram(c: OfflineClass) -> RenderableType:
     total = sum(c.acceptance_length_histogram) or 1.0
     t = add_columns(new_table(), "tokens per step", "steps", "share")
-    for j, n in enumerate(c.acceptance_length_histogram):
-        t.add_row(str(j + 1), f"{n:,.1f}" if n % 1 else f"{n:,.0f}", f"{n / total:.3f}")
+    rows = c.acceptance_length_histogram
+    for j, n in enumerate(_shown(rows) if c.acceptance_by_length is not None else rows):
+        t.add_row(str(j + 1), _count(n), f"{n / total:.3f}")
     title = Text("Acceptance lengths at K (bonus token included)", style="bold")
+    return Group(title, t)
+
+
+def _lengths(c: OfflineClass) -> RenderableType | None:
+    """Drafts of variable length: every engine step by the tokens it drafted, and what it
+    accepted of them."""
+    joint, steps = c.acceptance_by_length, c.draft_length_histogram
+    if joint is None or steps is None:
+        return None
+    total = sum(steps) or 1.0
+    t = add_columns(new_table(), "drafted", "steps", "share", "accepted (mean)", "all accepted")
+    for n, row in enumerate(joint[: len(_shown(steps))]):
+        k = sum(row)
+        mean = sum(a * x for a, x in enumerate(row)) / k if k else None
+        t.add_row(
+            str(n), _count(k), f"{k / total:.3f}", fmt_alpha(mean, 2),
+            fmt_pct(row[n] / k if k and n else None, ".0f"),
+        )  # fmt: skip
+    title = Text("Draft lengths (every engine step; 0: no draft, not counted by vLLM)", "bold")
     return Group(title, t)
 
 
@@ -71,10 +101,13 @@ def render_offline(m: MeasureResult) -> RenderableType:
         parts.append(estimate_table("Acceptance, all traffic", m.overall))
     for name, est in m.classes.items():
         parts.append(estimate_table(f"Acceptance, class {name}", est))
-    if d.k_max > 1:
+    if len(d.overall.by_k) > 1:
         parts.append(_by_k("Every K, all traffic (* = --k)", d.overall, d.k))
         for name, c in d.classes.items():
             parts.append(_by_k(f"Every K, class {name}", c, d.k))
+    lengths = _lengths(d.overall)
+    if lengths is not None:
+        parts.append(lengths)
     parts.append(_histogram(d.overall))
     parts.append(_used(d))
     for n in m.notes:

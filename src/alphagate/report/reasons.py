@@ -306,6 +306,16 @@ def _agreement_note(d: OfflineDetails) -> str | None:
     )
 
 
+#: What a suffix replay assumes about the server, said beside its figures.
+SUFFIX_NOTE = (
+    "suffix decoding: the requests go through one server's suffix cache in log order, one after "
+    "another, each response cached as the server caches it (to the last step's bonus token). "
+    "A server that overlapped requests also drafted from the partial responses running beside "
+    "each one, which the log does not record. Drafts vary in length: α at a position is "
+    "conditional on a draft reaching it (drafted there, earlier positions accepted)."
+)
+
+
 def offline_notes(d: OfflineDetails) -> list[str]:
     """The notes of an offline measurement: what the checkpoint did not hold whole, the
     semantics, the intervals' basis, and what the log or the run changed."""
@@ -314,6 +324,8 @@ def offline_notes(d: OfflineDetails) -> list[str]:
         semantics_note(d),
         "95% intervals: bootstrap over requests (a request's steps are not independent).",
     ]
+    if d.overall.acceptance_by_length is not None:
+        notes.append(SUFFIX_NOTE)
     agreement = _agreement_note(d)
     if agreement is not None:
         notes.append(agreement)

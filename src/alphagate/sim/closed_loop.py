@@ -48,7 +48,8 @@ def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
     decode waits for the budget — :func:`alphagate.sim.kernel.decode_capacity`)."""
     arr = sc.arrivals
     return (
-        isinstance(arr, ClosedLoop)
+        sc.draft_steps is None  # drafts of variable length: the step engine
+        and isinstance(arr, ClosedLoop)
         and arr.think_time_s == 0.0
         and arr.users <= sc.max_num_seqs
         and (sc.disable_above_batch is None or sc.disable_above_batch >= arr.users)

@@ -45,7 +45,10 @@ below — each a term of its own, with its public source::
   proposer's set-up — ``vllm/v1/worker/gpu_model_runner.py`` builds the spec-decode metadata and
   calls the proposer once per step, and the proposer's first forward prepares its inputs from
   the target's); and per draft forward (drafter inputs and attention metadata; n-gram: the lookup
-  per step).
+  per step; suffix decoding: its tree walks per decoding sequence). Drafts of variable length
+  (suffix decoding) are priced at the step's mean drafted tokens per sequence (``k`` a float):
+  the verify pass holds Σ (L + 1) tokens either way, and the speculative server's costs apply
+  even to a step where nothing was drafted (``proposing``).
 
 ``θ_target`` and ``θ_draft`` (``target_time_scale``, ``draft_time_scale``) and the five host
 costs are the model's coefficients: defaults from the documented constants, or fitted to a real
@@ -67,10 +70,12 @@ import numpy.typing as npt
 
 from alphagate.core.shapes import TransformerShape
 from alphagate.specs.deployment import (
+    HOST_DRAFTERS,
     DraftModelDrafter,
     Eagle3Drafter,
     NgramDrafter,
     ResolvedDeployment,
+    SuffixDrafter,
 )
 from alphagate.specs.gpus import GpuSpec
 from alphagate.theory.memory import BYTES_PER_PARAM
@@ -462,6 +467,9 @@ class StepComposition(TypedDict):
     prefill_ctx: NotRequired[npt.ArrayLike]
     prefill_pairs: NotRequired[npt.ArrayLike]
     n_running: NotRequired[npt.ArrayLike | None]
+    #: the drafter runs even where ``k`` is 0 — drafts of variable length (suffix decoding
+    #: proposes for every sequence every step, and ``k`` is the step's mean draft); default k > 0
+    proposing: NotRequired[npt.ArrayLike]
 
 
 class _Steps(NamedTuple):
@@ -482,6 +490,7 @@ class _Steps(NamedTuple):
     graph: BoolArray  # the step fits a captured CUDA graph
     pure_decode: BoolArray
     spec: BoolArray  # the drafter runs
+    on: BoolArray  # the speculative server's step (its scheduling and host costs)
     n_sampled: FloatArray  # rows sampled: one per decoding sequence and per prompt that ends
 
 
@@ -502,6 +511,8 @@ class StepCostModel:
     #: whether the server without speculation and the one with it run without async
     #: scheduling, and so pay the host time it hides (``host_sync``) every step
     sync_arms: tuple[bool, bool] = (False, False)
+    #: suffix decoding: the host cost is per decoding sequence per step
+    draft_host_per_seq: bool = False
 
     @cached_property
     def capture(self) -> IntArray:
@@ -579,6 +590,7 @@ class StepCostModel:
         queries = drafts + 1.0
         tokens = n_dec * queries + pre_tokens
         padded, graph = self._pad(tokens)
+        on = (drafts > 0) | np.asarray(composition.get("proposing", False), dtype=bool)
         return _Steps(
             k=drafts,
             n_decode=n_dec,
@@ -598,7 +610,8 @@ class StepCostModel:
             # the drafter runs whenever the step schedules tokens (vLLM proposes after every
             # step: for the decoding sequences and for a prompt whose last chunk ran, about one
             # per step)
-            spec=(drafts > 0) & (tokens > 0),
+            spec=on & (tokens > 0),
+            on=on,
             n_sampled=n_dec + (pre_tokens > 0),
         )
 
@@ -657,13 +670,23 @@ class StepCostModel:
             seq=zero + steps.n_running,
             token=zero + steps.tokens,
             spec=zero + spec,
-            draft=cast(FloatArray, spec * (1.0 if self.draft_host_per_step else steps.k)),
+            draft=cast(FloatArray, spec * self._draft_host_units(steps.k, steps.n_decode)),
             sync=(
-                zero + np.where(steps.k > 0, float(on_sync), float(off_sync))
+                zero + np.where(steps.on, float(on_sync), float(off_sync))
                 if off_sync or on_sync
                 else zero
             ),
         )
+
+    def _draft_host_units(
+        self, k: float | FloatArray, n_decode: float | FloatArray
+    ) -> float | FloatArray:
+        """What ``host_draft`` is paid per: each draft forward (K), each step (n-gram's batched
+        lookup), or each decoding sequence (suffix decoding's tree walks, one request at a
+        time in ``SuffixDecodingProposer.propose``)."""
+        if self.draft_host_per_seq:
+            return n_decode
+        return 1.0 if self.draft_host_per_step else k
 
     def step_time(self, **composition: Unpack[StepComposition]) -> FloatArray:
         """Seconds of one step or many: the terms weighted by the coefficients (see
@@ -682,13 +705,14 @@ class StepCostModel:
         prefill_ctx: float = 0.0,
         prefill_pairs: float = 0.0,
         n_running: float | None = None,
+        proposing: bool = False,
     ) -> float:
         """Seconds of one step, the same as :meth:`step_time` to the bit, in Python floats: the
         step engine and the twin price one step at a time (see :class:`_OneStep`)."""
         return self._one_step(
             float(k), float(n_decode), float(ctx_decode), float(prefill_tokens),
             float(prefill_ctx), float(prefill_pairs),
-            float(n_decode if n_running is None else n_running),
+            float(n_decode if n_running is None else n_running), proposing,
         )  # fmt: skip
 
     # ---- cost ratios at steady state (batch b, mean context s) --------------------------------
@@ -800,13 +824,14 @@ class _OneStep:
 
     def __call__(
         self, k: float, n_decode: float, ctx_decode: float, prefill_tokens: float,
-        prefill_ctx: float, prefill_pairs: float, n_running: float,
+        prefill_ctx: float, prefill_pairs: float, n_running: float, proposing: bool = False,
     ) -> float:  # fmt: skip
         model = self.model
         queries = k + 1.0
         tokens = n_decode * queries + prefill_tokens
         pure_decode = prefill_tokens == 0
-        spec = (k > 0) & (tokens > 0)
+        on = k > 0 or proposing
+        spec = on & (tokens > 0)
         n_sampled = n_decode + (prefill_tokens > 0)
         padded, graph = self._pad(tokens)
         zero = ForwardTerms(0.0, 0.0, 0.0, 0.0, 0.0)
@@ -840,8 +865,8 @@ class _OneStep:
         off_sync, on_sync = model.sync_arms
         host = HostTerms(
             step=1.0, seq=n_running, token=tokens, spec=float(spec),
-            draft=spec * (1.0 if model.draft_host_per_step else k),
-            sync=float(on_sync if k > 0 else off_sync),
+            draft=float(spec * model._draft_host_units(k, n_decode)),
+            sync=float(on_sync if on else off_sync),
         )  # fmt: skip
         total = 0.0
         for w, t in zip(model.weights, (*target, *draft, *host), strict=True):
@@ -905,7 +930,7 @@ def _drafter(resolved: ResolvedDeployment, hw: Hardware, table: int) -> ForwardC
     """The drafter's forward: an EAGLE-3 / EAGLE / MTP head on the target's shape, or a draft
     model on its own; each on the drafter's own TP."""
     drafter, footprint = resolved.config.drafter, resolved.draft_footprint
-    if isinstance(drafter, NgramDrafter) or footprint is None:
+    if isinstance(drafter, HOST_DRAFTERS) or footprint is None:
         return None
     tp = resolved.draft_tp
     forward = partial(
@@ -944,7 +969,7 @@ def coefficients_of(resolved: ResolvedDeployment) -> Coefficients:
     cfg = resolved.config
     drafter = cfg.drafter
     per_draft = (
-        drafter.cpu_cost_ms if isinstance(drafter, NgramDrafter) else drafter.forward_overhead_ms
+        drafter.cpu_cost_ms if isinstance(drafter, HOST_DRAFTERS) else drafter.forward_overhead_ms
     )
     return Coefficients(
         target_time_scale=cfg.target_time_scale,
@@ -986,6 +1011,7 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
         draft=_drafter(resolved, hw, table),
         coefficients=coefficients_of(resolved),
         draft_host_per_step=isinstance(cfg.drafter, NgramDrafter),
+        draft_host_per_seq=isinstance(cfg.drafter, SuffixDrafter),
         max_num_batched_tokens=cfg.max_num_batched_tokens,
         cudagraph_max_tokens=resolved.cudagraph_max_tokens,
         description=resolved.describe(),

@@ -6,7 +6,9 @@ slots; nothing loops per token or per sequence in Python. One step (vLLM V1 sche
 1. **admit** waiting requests whose arrival time has passed into free slots (FCFS, ≤ max_num_seqs);
 2. **schedule** every decoding sequence (K drafts + 1 verify position each) and give the rest of
    the ``max_num_batched_tokens`` budget to prefill chunks in admission order;
-3. **accept** drafts per decoding sequence (:func:`alphagate.sim.kernel.accepted_drafts`);
+3. **accept** drafts per decoding sequence (:func:`alphagate.sim.kernel.accepted_drafts`; drafts
+   of variable length draw the drafted and the accepted tokens together,
+   :func:`alphagate.sim.kernel.drafted_and_accepted`, and the step verifies what was drafted);
 4. **time** the step with the roofline model and advance the clock;
 5. **emit** ``min(a + 1, remaining)`` tokens per decoding sequence as one chunk; a sequence whose
    prefill finished emits its first token; finished requests free their slot (closed loop: the user
@@ -30,6 +32,7 @@ from alphagate.sim.kernel import (
     accepted_per_position,
     decode_budget,
     decode_capacity,
+    drafted_and_accepted,
     prefill_allocation,
 )
 from alphagate.sim.workload import ClosedLoop, OpenLoop, RequestSet
@@ -52,6 +55,9 @@ class Scenario:
     max_num_seqs: int
     disable_above_batch: int | None = None
     label: str = ""
+    #: drafts of variable length: [n_classes, k + 1, k + 1] share of a class's steps drafting L
+    #: tokens and accepting a (:func:`alphagate.sim.workload.draft_steps_table`); None: chains
+    draft_steps: FloatArray | None = None
 
 
 @dataclass
@@ -118,6 +124,12 @@ class _Server:
         self.finish = np.full(self.n, np.nan)
         self.n_chunks = np.zeros(self.n, dtype=np.int64)
         self.accept_hist = np.zeros(max(sc.k, 1) + 1, dtype=np.int64)
+        self.steps_cdf = None
+        if sc.draft_steps is not None:
+            flat = np.asarray(sc.draft_steps, dtype=np.float64).reshape(sc.draft_steps.shape[0], -1)
+            self.steps_cdf = np.cumsum(flat / flat.sum(axis=1, keepdims=True), axis=1)
+        self.drafted = 0  # draft tokens of every step so far (variable lengths)
+        self.step_drafted = 0  # … of this step
 
     # 1. admit ------------------------------------------------------------------------------
     def admit(self) -> None:
@@ -173,7 +185,15 @@ class _Server:
         """Tokens each slot emits this step (0 for slots that are not decoding)."""
         emit = np.zeros_like(self.rem)
         idx = np.nonzero(dec)[0]
-        if k > 0 and idx.size:
+        self.step_drafted = 0
+        if k > 0 and idx.size and self.steps_cdf is not None:
+            cls = self.sc.requests.class_idx[self.req[idx]]
+            n, a = drafted_and_accepted(rng.random(idx.size), self.steps_cdf, cls)
+            self.accept_hist[: k + 1] += acceptance_histogram(a[n > 0], k)
+            self.step_drafted = int(n.sum())
+            self.drafted += self.step_drafted
+            emit[idx] = np.minimum(a + 1, self.rem[idx])
+        elif k > 0 and idx.size:
             cls = self.sc.requests.class_idx[self.req[idx]]
             a = accepted_drafts(rng.random(idx.size), self.thr[:, :k], cls)
             self.accept_hist[: k + 1] += acceptance_histogram(a, k)
@@ -188,9 +208,14 @@ class _Server:
         p_tok = int(alloc.sum())
         p_ctx = int(self.ctx[has].sum())
         p_pairs = float((alloc * (self.ctx + 0.5 * alloc)).sum())
+        n_dec = int(dec.sum())
+        proposing = self.steps_cdf is not None and k > 0
+        # variable lengths: the verify pass holds what each sequence drafted, on average
+        drafts = self.step_drafted / max(n_dec, 1) if proposing else float(k)
         return self.cost.step_seconds(
-            k=k,
-            n_decode=int(dec.sum()),
+            k=drafts,
+            proposing=proposing,
+            n_decode=n_dec,
             ctx_decode=int(self.ctx[dec].sum()),
             prefill_tokens=p_tok,
             prefill_ctx=p_ctx,
@@ -307,7 +332,7 @@ def _trace(srv: _Server, log: _StepLog, width: int) -> RunTrace:
         step_tokens=np.asarray(log.tokens, dtype=np.int64),
         step_chunk_hist=hist,
         num_drafts=int(hist_a.sum()) if k else 0,
-        num_draft_tokens=int((steps * n_dec).sum()),
+        num_draft_tokens=srv.drafted if srv.steps_cdf is not None else int((steps * n_dec).sum()),
         num_accepted_tokens=int((np.arange(k + 1) * hist_a).sum()) if k else 0,
         accepted_per_pos=accepted_per_position(hist_a) if k else np.zeros(0, dtype=np.int64),
         chunk_request=c_r,

@@ -8,12 +8,17 @@ Three pieces of one engine step, each written once:
 - **counting**, with vLLM V1's semantics (``vllm/v1/spec_decode/metrics.py``): per speculative
   step of a sequence, drafts += 1, draft tokens += K, accepted += a, and position i's counter
   += 1 for every i < a — so position counts are unconditional;
+- **drafts of variable length** (suffix decoding): one uniform draws a sequence step's drafted
+  length L and accepted a from its class's joint (:func:`drafted_and_accepted`); a step that
+  drafted nothing is not a draft, and draft tokens += L;
 - **prefill allocation**: the token budget left after decoding goes to prefilling sequences first
   come, first served (vLLM V1's chunked prefill), a chunk each; the closed-loop fast path, where
   prefills do not contend, lays every prompt out in whole-budget chunks (:func:`prefill_chunks`).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +31,7 @@ __all__ = [
     "accepted_drafts",
     "accepted_per_position",
     "decode_budget",
+    "drafted_and_accepted",
     "prefill_allocation",
     "prefill_chunks",
 ]
@@ -45,6 +51,25 @@ def accepted_drafts(u: FloatArray, thresholds: FloatArray, cls: IntArray) -> Int
         sel = cls == c
         out[sel] = k - np.searchsorted(thresholds[c, ::-1], u[sel], side="right")
     return out
+
+
+def drafted_and_accepted(
+    u: FloatArray, cdf: FloatArray, cls: IntArray
+) -> tuple[IntArray, IntArray]:
+    """Drafted and accepted tokens per sequence step from one uniform each.
+
+    ``cdf``: per class, the cumulative shares of the step joint flattened row by row (L drafted
+    × a accepted, :func:`alphagate.sim.workload.draft_steps_table`), shape ``[n_classes,
+    (K + 1)²]``; ``u`` and ``cls`` as :func:`accepted_drafts`. Returns ``(L, a)``, each ``[n]``.
+    """
+    cells = cdf.shape[1]
+    width = math.isqrt(cells)
+    idx = np.empty(u.shape, dtype=np.int64)
+    for c in np.unique(cls):
+        sel = cls == c
+        idx[sel] = np.searchsorted(cdf[c], u[sel], side="right")
+    idx = np.minimum(idx, cells - 1)  # a uniform past a last share rounded below 1
+    return idx // width, idx % width
 
 
 def acceptance_histogram(accepted: IntArray, k: int) -> IntArray:

@@ -17,8 +17,15 @@ import numpy.typing as npt
 from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import StepCostModel
 from alphagate.sim.kernel import decode_capacity
+from alphagate.sim.workload import draft_steps_table
 from alphagate.specs.workload import WorkloadConfig, length_mean
 from alphagate.theory.acceptance import expected_tokens_per_pass_by_pos
+from alphagate.theory.lengths import (
+    joint_from_lengths,
+    mean_drafted,
+    profile_class,
+    tokens_per_step,
+)
 from alphagate.theory.roots import bisect
 
 IntArray = npt.NDArray[np.int64]
@@ -37,9 +44,13 @@ __all__ = [
 MIN_GAIN = 1.02
 
 
-def single_class(alpha: float) -> tuple[TrafficClass, ...]:
-    """All traffic in one class at ``alpha``."""
-    return (TrafficClass(name="all", share=1.0, alpha=alpha),)
+def single_class(alpha: float, lengths: FloatArray | None = None) -> tuple[TrafficClass, ...]:
+    """All traffic in one class at ``alpha`` — with ``lengths`` (the share of steps drafting
+    L = 0 … K tokens), drafts of those lengths at ``alpha`` per reached position."""
+    if lengths is None:
+        return (TrafficClass(name="all", share=1.0, alpha=alpha),)
+    joint = joint_from_lengths(lengths, np.full(lengths.size - 1, alpha))
+    return (profile_class("all", 1.0, joint),)
 
 
 def _poisson_pmf(lam: float) -> tuple[IntArray, FloatArray]:
@@ -77,39 +88,52 @@ def model_speedup(
     l_in = length_mean(workload.prompt_len)
     ctx = workload.mean_context()
     shares = np.asarray([c.share for c in classes])
-    e_cls = np.asarray([float(expected_tokens_per_pass_by_pos(c.conditional(k))) for c in classes])
+    table = draft_steps_table(classes, k)
+    if table is None:
+        e_cls = np.asarray(
+            [float(expected_tokens_per_pass_by_pos(c.conditional(k))) for c in classes]
+        )
+        drafted = float(k)
+    else:  # drafts of variable length: what a step verifies, weighted by the steps of each class
+        e_cls, per_cls = tokens_per_step(table), mean_drafted(table)
+        steps = shares / e_cls
+        drafted = float((steps * per_cls).sum() / steps.sum())
     e = 1.0 / float((shares / shares.sum() / e_cls).sum())
 
-    def tokens_per_s(drafts: int, tokens_per_seq: float) -> float:
-        n = min(
-            batch, float(decode_capacity(cost.max_num_batched_tokens, drafts, cost.draft_slots))
-        )
+    def tokens_per_s(drafts: float, tokens_per_seq: float, proposing: bool = False) -> float:
+        budget = decode_capacity(cost.max_num_batched_tokens, math.ceil(drafts), cost.draft_slots)
+        n = min(batch, float(budget))
         # requests finishing (and so prefilling) per step ~ Poisson(n · E / L̄_out); the step
         # time is convex in the tokens it carries, so average over the count, not the mean count
         j, pmf = _poisson_pmf(n * tokens_per_seq / l_out)
         pre = j * l_in
         t = cost.step_time(
             k=drafts, n_decode=n, ctx_decode=n * ctx, prefill_tokens=pre, prefill_ctx=0.0,
-            prefill_pairs=pre * 0.5 * l_in, n_running=batch,
+            prefill_pairs=pre * 0.5 * l_in, n_running=batch, proposing=proposing,
         )  # fmt: skip
         return n * tokens_per_seq / float((pmf * t).sum() / pmf.sum())
 
     key = ("decode tokens/s", batch, l_in, l_out, ctx)
     if key not in cost.memo:
         cost.memo[key] = tokens_per_s(0, 1.0)
-    return tokens_per_s(k, e) / cost.memo[key]
+    return tokens_per_s(drafted, e, table is not None) / cost.memo[key]
 
 
 def breakeven_alpha_model(
-    cost: StepCostModel, k: int, batch: float, workload: WorkloadConfig
+    cost: StepCostModel,
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
+    lengths: FloatArray | None = None,
 ) -> float | None:
-    """α where the model speedup at ``batch`` reaches 1; 0 when any α pays, None when α = 1 does not."""
-    if model_speedup(cost, single_class(0.0), k, batch, workload) >= 1.0:
+    """α where the model speedup at ``batch`` reaches 1; 0 when any α pays, None when α = 1 does
+    not (``lengths``: drafts of those lengths, :func:`single_class`)."""
+    if model_speedup(cost, single_class(0.0, lengths), k, batch, workload) >= 1.0:
         return 0.0
-    if model_speedup(cost, single_class(1.0), k, batch, workload) < 1.0:
+    if model_speedup(cost, single_class(1.0, lengths), k, batch, workload) < 1.0:
         return None
     return bisect(
-        lambda a: model_speedup(cost, single_class(a), k, batch, workload) >= 1.0,
+        lambda a: model_speedup(cost, single_class(a, lengths), k, batch, workload) >= 1.0,
         0.0,
         1.0,
         tol=1e-9,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from alphagate.core.records import Frozen, Interval
@@ -34,6 +35,8 @@ from alphagate.sim.workload import (
     ClosedLoop,
     OpenLoop,
     RequestSet,
+    draft_steps_table,
+    pooled_lengths,
     sample_classes,
     sample_requests,
     unconditional_table,
@@ -48,6 +51,8 @@ from alphagate.specs.deployment import (
 from alphagate.specs.uncertainty import cost_ranges
 from alphagate.specs.workload import WorkloadConfig
 from alphagate.theory.roots import bisect
+
+FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "Crossover",
@@ -83,8 +88,9 @@ def _paired_speedup(
     seed: int,
 ) -> float:
     sc = Scenario(
-        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs
-    )
+        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs,
+        draft_steps=draft_steps_table(classes, k),
+    )  # fmt: skip
     s = run_paired(cost, sc, np.random.default_rng(seed)).speedup.throughput_speedup
     return float("nan") if s is None else s
 
@@ -104,12 +110,15 @@ def breakeven_alpha_sim(
     seed: int = 0,
     tol: float = 0.005,
     num_requests: int | None = None,
+    lengths: FloatArray | None = None,
 ) -> float | None:
-    """α where the paired simulated throughput speedup reaches 1 (bisection, common random numbers)."""
+    """α where the paired simulated throughput speedup reaches 1 (bisection, common random
+    numbers; ``lengths``: drafts of those lengths, :func:`~alphagate.sim.predict.single_class`)."""
     reqs = _one_class_requests(workload, users, num_requests or default_num_requests(users), seed)
 
     def pays(alpha: float) -> bool:
-        s = _paired_speedup(cost, single_class(alpha), k, users, reqs, max_num_seqs, seed + 1)
+        one = single_class(alpha, lengths)
+        s = _paired_speedup(cost, one, k, users, reqs, max_num_seqs, seed + 1)
         return s >= 1.0
 
     if pays(0.0):
@@ -322,6 +331,7 @@ def _load_scenarios(
                     max_seqs,
                     cfg.disable_above_batch,
                     f"{label} K={k}",
+                    draft_steps_table(classes, k),
                 )
             )
             keys.append((k, label, alpha))
@@ -348,6 +358,7 @@ def _load_row(
     mean_ctx = wl.mean_context()
     max_seqs = cfg.deployment.max_num_seqs
     batch = _steady_batch(cfg, load, base)
+    lengths = pooled_lengths(wl.classes)  # drafts of variable length: α at their lengths
     by_k = []
     for k in cfg.ks:
         be_sim = (
@@ -360,6 +371,7 @@ def _load_row(
                 seed=cfg.seed,
                 tol=0.01,
                 num_requests=n,
+                lengths=lengths,
             )
             if cfg.simulate_breakeven and closed
             else None
@@ -368,11 +380,11 @@ def _load_row(
             KRow(
                 k=k,
                 verify_cost_ratio=float(cost.verify_cost_ratio(batch, k, mean_ctx)),
-                alpha_breakeven_model=breakeven_alpha_model(cost, k, batch, wl),
+                alpha_breakeven_model=breakeven_alpha_model(cost, k, batch, wl, lengths),
                 alpha_breakeven_sim=be_sim,
                 alpha_breakeven_interval=None
                 if design is None
-                else breakeven_interval(design, k, batch, wl),
+                else breakeven_interval(design, k, batch, wl, lengths),
             )
         )
     return LoadRow(

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from alphagate.core.records import Interval
 from alphagate.core.traffic import TrafficClass
@@ -40,6 +41,8 @@ from alphagate.sim.predict import (
 )
 from alphagate.specs.uncertainty import EFFICIENCIES, CostRanges
 from alphagate.specs.workload import WorkloadConfig
+
+FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "CostDesign",
@@ -229,17 +232,21 @@ def scaled_speedup_interval(
 
 
 def breakeven_interval(
-    design: CostDesign, k: int, batch: float, workload: WorkloadConfig
+    design: CostDesign,
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
+    lengths: FloatArray | None = None,
 ) -> Interval:
-    """The closed form's break-even α at ``batch`` over the ranges; an open high end: no α
-    pays there."""
+    """The closed form's break-even α at ``batch`` over the ranges (``lengths``: of drafts of
+    variable length); an open high end: no α pays there."""
 
     def be(m: StepCostModel) -> float:
-        x = breakeven_alpha_model(m, k, batch, workload)
+        x = breakeven_alpha_model(m, k, batch, workload, lengths)
         return math.inf if x is None else x
 
     lo_m, hi_m = design.corners(
-        lambda m: model_speedup(m, single_class(_CORNER_ALPHA), k, batch, workload)
+        lambda m: model_speedup(m, single_class(_CORNER_ALPHA, lengths), k, batch, workload)
     )
     vals = [be(design.cost), be(lo_m), be(hi_m)]
     return Interval(low=_open(min(vals)), high=_open(max(vals)))

@@ -18,6 +18,7 @@ from pydantic import Field
 from alphagate.core.records import Frozen
 from alphagate.core.traffic import TrafficClass
 from alphagate.specs.workload import WorkloadConfig, sample_lengths
+from alphagate.theory.lengths import chain_joint, draft_lengths, tokens_per_step, truncate_joint
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -28,6 +29,8 @@ __all__ = [
     "OpenLoop",
     "RequestSet",
     "arrival_times",
+    "draft_steps_table",
+    "pooled_lengths",
     "sample_classes",
     "sample_requests",
     "unconditional_table",
@@ -101,3 +104,42 @@ def unconditional_table(classes: tuple[TrafficClass, ...], k: int) -> FloatArray
     """``[n_classes, max(k, 1)]`` table of P(≥ j drafts accepted), j = 1..k, for the kernels."""
     positions = max(k, 1)
     return np.stack([c.unconditional(positions) for c in classes])
+
+
+def _steps_of(c: TrafficClass, k: int) -> FloatArray:
+    """One class's step joint ``[k + 1, k + 1]`` (L drafted × a accepted): its measured draft
+    lengths with at most ``k`` verified, or a chain of ``k`` drafts at its α."""
+    if c.draft_steps is None:
+        return chain_joint(c.conditional(k))
+    big = len(c.draft_steps) - 1
+    joint = np.zeros((max(big, k) + 1,) * 2)
+    for n, row in enumerate(c.draft_steps):
+        joint[n, : n + 1] = row
+    return truncate_joint(joint, k)[: k + 1, : k + 1]
+
+
+def draft_steps_table(classes: tuple[TrafficClass, ...], k: int) -> FloatArray | None:
+    """``[n_classes, k + 1, k + 1]`` share of a class's steps that draft L tokens and accept a,
+    when some class drafts a variable number of tokens (a measured profile; the others draft
+    chains of ``k``); None when every class drafts chains (the kernels' fixed-K path)."""
+    if k == 0 or all(c.draft_steps is None for c in classes):
+        return None
+    return np.stack([_steps_of(c, k) for c in classes])
+
+
+def pooled_lengths(classes: tuple[TrafficClass, ...]) -> FloatArray | None:
+    """The share of all steps that draft L = 0 … K tokens, over classes whose drafts vary in
+    length (each class's steps in proportion to its share of tokens ÷ its tokens per step);
+    None when every class drafts chains."""
+    profiles = [c for c in classes if c.draft_steps is not None]
+    if not profiles:
+        return None
+    k = max(len(c.draft_steps or ()) for c in profiles) - 1
+    out = np.zeros(k + 1)
+    for c in profiles:
+        steps = c.draft_steps or ()
+        joint = np.zeros((k + 1, k + 1))
+        for n, row in enumerate(steps):
+            joint[n, : n + 1] = row
+        out += c.share / float(tokens_per_step(joint)) * draft_lengths(joint)
+    return np.asarray(out / out.sum(), dtype=np.float64)

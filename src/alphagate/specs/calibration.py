@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen, Results
-from alphagate.specs.deployment import DeploymentConfig, DrafterConfig, NgramDrafter
+from alphagate.specs.deployment import HOST_DRAFTERS, DeploymentConfig, DrafterConfig
 
 __all__ = [
     "COEFFICIENT_FIELDS",
@@ -58,7 +58,7 @@ def coefficient_values(dep: DeploymentConfig) -> dict[str, float]:
     for name, (fld, factor) in COEFFICIENT_FIELDS.items():
         if name == "draft_forward_overhead_s":
             d = dep.drafter
-            value = d.cpu_cost_ms if isinstance(d, NgramDrafter) else d.forward_overhead_ms
+            value = d.cpu_cost_ms if isinstance(d, HOST_DRAFTERS) else d.forward_overhead_ms
         else:
             value = getattr(dep, fld)
         out[name] = float(value) / factor
@@ -78,10 +78,10 @@ def with_coefficients(dep: DeploymentConfig, values: dict[str, float]) -> Deploy
 
 
 def _with_draft_overhead(dep: DeploymentConfig, ms: float) -> DrafterConfig:
-    """The drafter with its host time per draft forward set: an n-gram lookup's
-    ``cpu_cost_ms``, else ``forward_overhead_ms``."""
+    """The drafter with its host time per draft forward set: an n-gram lookup's or a suffix
+    tree's ``cpu_cost_ms``, else ``forward_overhead_ms``."""
     d = dep.drafter
-    key = "cpu_cost_ms" if isinstance(d, NgramDrafter) else "forward_overhead_ms"
+    key = "cpu_cost_ms" if isinstance(d, HOST_DRAFTERS) else "forward_overhead_ms"
     return d.model_copy(update={key: ms})
 
 

@@ -31,6 +31,7 @@ from alphagate.theory.memory import (
 from alphagate.theory.roofline import compute_bound_tokens, weight_read_seconds
 
 __all__ = [
+    "HOST_DRAFTERS",
     "KV_DTYPES",
     "METHODS",
     "TP_CHOICES",
@@ -46,13 +47,15 @@ __all__ = [
     "MtpDrafter",
     "NgramDrafter",
     "ResolvedDeployment",
+    "SuffixDrafter",
+    "SuffixParams",
     "WeightDtype",
     "drafter_for",
     "kv_tokens_needed",
     "resolve_deployment",
 ]
 
-Method = Literal["eagle3", "eagle", "draft_model", "ngram", "mtp"]
+Method = Literal["eagle3", "eagle", "draft_model", "ngram", "mtp", "suffix"]
 WeightDtype = Literal["bf16", "fp8", "int4"]
 KvDtype = Literal["bf16", "fp8"]
 METHODS: Final[tuple[str, ...]] = get_args(Method)
@@ -139,8 +142,50 @@ class NgramDrafter(Frozen):
         return None
 
 
+class SuffixParams(Frozen):
+    """Suffix decoding's parameters, with vLLM 0.32's names (less their ``suffix_decoding_``
+    prefix), defaults and bounds (``vllm/config/speculative.py``, ``_validate_suffix_decoding``)."""
+
+    max_tree_depth: int = Field(
+        default=24, ge=1, description="depth of the prompt and response trees: match + draft"
+    )
+    max_cached_requests: int = Field(
+        default=10_000, ge=0, description="responses the global tree keeps (FIFO); 0: none"
+    )
+    max_spec_factor: float = Field(
+        default=1.0, ge=0, description="a draft is at most this × the matched suffix's length"
+    )
+    min_token_prob: float = Field(
+        default=0.1, ge=0, le=1, description="stop drafting below this estimated probability"
+    )
+
+
+class SuffixDrafter(SuffixParams):
+    """Suffix decoding (vLLM ``method: "suffix"``, arctic-inference's suffix trees over the
+    prompt and the server's past responses): host-side, no GPU cost; it drafts a variable
+    number of tokens per step, up to ``num_speculative_tokens``, so its acceptance is a
+    measured draft-length profile (``measure offline --drafter suffix``)."""
+
+    method: Literal["suffix"] = "suffix"
+    cpu_cost_ms: float = Field(
+        default=0.02,
+        ge=0,
+        description="host time per decoding sequence per step: a walk of its prompt's tree and "
+        "of the responses' tree, and appending the step's tokens to both (about 0.012 ms with "
+        "400 cached responses on one core, benchmarks/bench_offline_suffix.py)",
+    )
+    checkpoint: None = None
+
+    def footprint(self, target: TransformerShape, dtype: str, kv_dtype: str) -> None:
+        return None
+
+
+#: Drafters that run on the host, with no weights, KV cache or GPU time: their host cost is
+#: ``cpu_cost_ms`` (per step for n-gram, per decoding sequence for suffix decoding).
+HOST_DRAFTERS: Final = (NgramDrafter, SuffixDrafter)
+
 DrafterConfig = Annotated[
-    Eagle3Drafter | EagleDrafter | MtpDrafter | DraftModelDrafter | NgramDrafter,
+    Eagle3Drafter | EagleDrafter | MtpDrafter | DraftModelDrafter | NgramDrafter | SuffixDrafter,
     Field(discriminator="method"),
 ]
 
@@ -164,6 +209,8 @@ def drafter_for(method: str, draft: str | None = None) -> DrafterConfig:
         return MtpDrafter(checkpoint=draft)
     if m == "ngram":
         return NgramDrafter()
+    if m == "suffix":
+        return SuffixDrafter()
     if m == "draft_model":
         model = draft if draft is not None and _is_local_model(draft) else FALLBACK_DRAFT_MODEL
         return DraftModelDrafter(model=model, checkpoint=draft)
@@ -323,10 +370,10 @@ class ResolvedDeployment:
         """Whether the server without speculation and the one with it schedule asynchronously
         (vLLM 0.32, ``VllmConfig`` post-init: on by default; a speculative method outside
         EAGLE/MTP, draft model and GPU n-gram turns it off — here n-gram, which runs on the
-        CPU)."""
+        CPU, and suffix decoding)."""
         if self.config.async_scheduling is False:
             return False, False
-        forced_off = isinstance(self.config.drafter, NgramDrafter)
+        forced_off = isinstance(self.config.drafter, HOST_DRAFTERS)
         return True, not forced_off
 
     @property

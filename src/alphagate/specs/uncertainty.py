@@ -30,7 +30,7 @@ from alphagate.specs.calibration import (
     CalibrationProfile,
     coefficient_values,
 )
-from alphagate.specs.deployment import DeploymentConfig, DraftModelDrafter, NgramDrafter
+from alphagate.specs.deployment import HOST_DRAFTERS, DeploymentConfig, DraftModelDrafter
 from alphagate.specs.gpus import resolve_gpu
 
 __all__ = [
@@ -234,9 +234,10 @@ def _efficiencies(dep: DeploymentConfig) -> dict[str, float]:
 
 
 def _relevant(dep: DeploymentConfig) -> set[str]:
-    """Coefficients that price something in this deployment (n-gram has no drafter GPU time)."""
+    """Coefficients that price something in this deployment (n-gram and suffix decoding have no
+    drafter GPU time)."""
     names = set(COEFFICIENT_FIELDS) - {"per_token_overhead_s"}
-    if isinstance(dep.drafter, NgramDrafter):
+    if isinstance(dep.drafter, HOST_DRAFTERS):
         names.discard("draft_time_scale")
     return names
 

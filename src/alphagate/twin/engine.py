@@ -1,7 +1,8 @@
 """The twin's engine: one asyncio loop stepping a continuous batch in (scaled) real time.
 
 Each step admits waiting requests (≤ max_num_seqs), gives the prefill budget to prompts in arrival
-order, samples every decoding sequence's accepted drafts (one uniform each, as the simulator),
+order, samples every decoding sequence's accepted drafts (one uniform each, as the simulator; with
+drafts of variable length — suffix decoding — its drafted and accepted tokens together),
 prices the step with the simulator's roofline model, sleeps that long × ``time_scale``, and then
 hands each sequence its 1..K+1 new tokens as **one** chunk. Counters follow vLLM V1's semantics.
 """
@@ -23,9 +24,10 @@ from alphagate.sim.kernel import (
     accepted_drafts,
     accepted_per_position,
     decode_budget,
+    drafted_and_accepted,
     prefill_allocation,
 )
-from alphagate.sim.workload import unconditional_table
+from alphagate.sim.workload import draft_steps_table, unconditional_table
 from alphagate.specs.workload import sample_lengths
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.metrics import TwinMetrics
@@ -152,6 +154,9 @@ class TwinEngine:
         self._k_step = config.k  # the K of the step being run (a batch-size schedule)
         classes = config.workload.classes
         self._thr = unconditional_table(classes, config.k)  # [n_classes, max(k, 1)]
+        table = draft_steps_table(classes, config.k)  # drafts of variable length, else None
+        self._steps_cdf = None if table is None else np.cumsum(table.reshape(len(classes), -1), 1)
+        self._drafted = np.zeros(0, dtype=np.int64)
         self._shares = np.asarray([c.share for c in classes])
         self._rng = np.random.default_rng(config.seed)
         self._waiting: deque[TwinRequest] = deque()
@@ -286,16 +291,23 @@ class TwinEngine:
         n = len(decoding)
         self._decoding = decoding
         self._accepted = np.zeros(n, dtype=np.int64)
+        self._drafted = np.full(n, k, dtype=np.int64)
         if n and k > 0:
             u = self._rng.random(n)
             for i, r in enumerate(decoding):
                 if r.rng is not None:
                     u[i] = r.rng.random()
             cls = np.fromiter((r.class_idx for r in decoding), dtype=np.int64, count=n)
-            self._accepted = accepted_drafts(u, self._thr[:, :k], cls)
+            if self._steps_cdf is None:
+                self._accepted = accepted_drafts(u, self._thr[:, :k], cls)
+            else:
+                self._drafted, self._accepted = drafted_and_accepted(u, self._steps_cdf, cls)
         ctx = float(sum(r.prompt_tokens + r.generated - 1 for r in decoding))
+        proposing = self._steps_cdf is not None and k > 0
         return self.cost.step_seconds(
-            k=k,
+            # drafts of variable length: the verify pass holds what each sequence drafted
+            k=float(self._drafted.sum()) / n if proposing and n else k,
+            proposing=proposing,
             n_decode=n,
             ctx_decode=ctx,
             prefill_tokens=float(take.sum()),
@@ -309,27 +321,30 @@ class TwinEngine:
         k_eff = self._k_step
         tokens_out = 0
         n = len(self._decoding)
-        if n and k_eff > 0:
-            acc = self._accepted
-            m.num_drafts.inc(n)
-            m.num_draft_tokens.inc(n * k_eff)
+        drafted = self._drafted  # a step that drafted nothing is not a draft (vLLM's scheduler)
+        if n and k_eff > 0 and drafted.any():
+            acc = self._accepted[drafted > 0]
+            m.num_drafts.inc(acc.size)
+            m.num_draft_tokens.inc(int(drafted.sum()))
             m.num_accepted_tokens.inc(int(acc.sum()))
             per_pos = accepted_per_position(acceptance_histogram(acc, k_eff))
             for pos, c in enumerate(per_pos):
                 if c:
                     m.accepted_per_pos[pos].inc(int(c))
-            self.interval.add(n, n * k_eff, int(acc.sum()), [int(c) for c in per_pos])
+            self.interval.add(
+                acc.size, int(drafted.sum()), int(acc.sum()), [int(c) for c in per_pos]
+            )
         detailed = self.config.per_request_spec_decode_metrics == "detailed"
         for i, r in enumerate(self._decoding):
             if r.cancelled:
                 continue
-            if r.histogram and k_eff > 0:  # counted where the counters are, as vLLM's scheduler
+            if r.histogram and k_eff > 0 and drafted[i] > 0:  # where the counters count it
                 a = int(self._accepted[i])
                 r.histogram[a] += 1
-                r.draft_tokens += k_eff
+                r.draft_tokens += int(drafted[i])
                 if detailed:
                     r.per_step_accepted.append(a)
-                    r.per_step_drafted.append(k_eff)
+                    r.per_step_drafted.append(int(drafted[i]))
             e = min(int(self._accepted[i]) + 1, r.max_tokens - r.generated)
             tokens_out += self._give(r, e, now)
         for r, take in self._alloc:

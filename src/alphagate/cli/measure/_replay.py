@@ -63,8 +63,10 @@ class ReplayModels:
         str,
         typer.Option(
             "--drafter",
-            help="ngram, ngram:MIN:MAX (prompt lookup window), draft_model:PATH or eagle3:PATH "
-            "(a head in vLLM's LlamaForCausalLMEagle3 format).",
+            help="ngram, ngram:MIN:MAX (prompt lookup window), draft_model:PATH, eagle3:PATH "
+            "(a head in vLLM's LlamaForCausalLMEagle3 format), or suffix[:KEY=VALUE,…] "
+            "(vLLM's suffix decoding through arctic-inference; keys max_tree_depth, "
+            "max_cached_requests, max_spec_factor, min_token_prob).",
         ),
     ]
     tokenizer: Annotated[
@@ -96,7 +98,16 @@ class ReplayModels:
 class ReplaySampling:
     """K, and the engine's sampling the replay reproduces."""
 
-    k: Annotated[int, typer.Option("--k", min=1, max=32, help="Draft tokens per step.")] = 3
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k",
+            min=1,
+            max=64,
+            help="Draft tokens per step (default 3). Suffix decoding: its cap, vLLM's "
+            "num_speculative_tokens (default: max_tree_depth).",
+        ),
+    ] = None
     k_max: Annotated[
         int | None,
         typer.Option("--k-max", min=1, max=32, help="Also every K up to this (one pass)."),
@@ -127,7 +138,7 @@ class ReplaySampling:
     ] = False
 
     def fields(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None or k != "k"}
 
 
 @dataclass(frozen=True)

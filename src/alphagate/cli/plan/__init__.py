@@ -96,6 +96,7 @@ def plan_cmd(
     """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
     gate, memory, engine config, stages, risks and a P99 playbook."""
     from alphagate.plan import PlanRequest, build_plan
+    from alphagate.plan.fold import measured_suffix
     from alphagate.report.reasons import worded
 
     check_plan_outputs(out, plot, [*(mix.alpha_from or []), calibration])
@@ -103,6 +104,7 @@ def plan_cmd(
     classes = mix.mix(k)
     dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
     with deployment_errors():
+        dep = measured_suffix(dep, mix.alpha_from or [])
         req = PlanRequest(
             deployment=dep,
             calibration=profile,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -39,7 +40,16 @@ def twin_cmd(
         typer.Option(
             "--class",
             help="NAME:SHARE:ALPHA or NAME:SHARE:A1,A2,… (α per draft position), repeated "
-            "(replaces --alpha).",
+            "(replaces --alpha); with --alpha-from, NAME:SHARE.",
+        ),
+    ] = None,
+    alpha_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--alpha-from",
+            help="A measurement (e.g. `measure offline`): each --class NAME:SHARE takes its "
+            "measured α — for suffix decoding its draft-length profile, which K defaults to — "
+            "and without --class one class takes the file's overall figure.",
         ),
     ] = None,
     lengths: LengthFlags = LengthFlags(),
@@ -67,19 +77,22 @@ def twin_cmd(
     from pydantic import ValidationError
 
     from alphagate.core.errors import ConfigError
+    from alphagate.plan.fold import measured_suffix
     from alphagate.twin.config import TwinConfig
     from alphagate.twin.server import serve as serve_twin
 
     serve.check()
-    if classes and given(ctx, "alpha"):
-        fail("--class gives each traffic class its α: drop --alpha (or --class)", "--alpha")
+    if (classes or alpha_from) and given(ctx, "alpha"):
+        fail("--class and --alpha-from give each traffic class its α: drop --alpha", "--alpha")
     api_key = serve.key()
     k, schedule, method = engine.speculative(ctx, k, deploy.method)
-    mix = _mix(classes, alpha)
+    mix = _mix(classes, alpha, alpha_from)
     dep, profile = calibrated_deployment(
         ctx, dataclasses.replace(deploy, method=method).config(), calibration, cost
     )
+    k = _suffix(ctx, dep.method, mix, k)
     try:
+        dep = measured_suffix(dep, alpha_from or [])
         cfg = TwinConfig(
             deployment=dep,
             workload=lengths.workload(mix),
@@ -118,10 +131,40 @@ def twin_cmd(
         fail(f"cannot listen on {serve.host}:{serve.port}: {exc.strerror or exc}", "--host/--port")
 
 
-def _mix(classes: list[str] | None, alpha: float) -> tuple[TrafficClass, ...]:
-    """The --class mix, or one class of α ``alpha``."""
+def _mix(
+    classes: list[str] | None, alpha: float, alpha_from: list[Path] | None
+) -> tuple[TrafficClass, ...]:
+    """The --class mix, or one class of α ``alpha``; with --alpha-from, α (or a draft-length
+    profile) from the measurement."""
+    from alphagate.core.errors import ConfigError
     from alphagate.core.traffic import TrafficClass
+    from alphagate.plan.fold import fold_measurements
 
-    if classes:
-        return traffic_classes(classes, require_alpha=True)
-    return (TrafficClass(name="default", share=1.0, alpha=alpha),)
+    if not alpha_from:
+        if classes:
+            return traffic_classes(classes, require_alpha=True)
+        return (TrafficClass(name="default", share=1.0, alpha=alpha),)
+    mix = (
+        traffic_classes(classes, require_alpha=False)
+        if classes
+        else (TrafficClass(name="default", share=1.0),)
+    )
+    try:
+        return fold_measurements(mix, alpha_from, overall=not classes, require_all=True)
+    except ConfigError as exc:
+        config_error(exc)
+
+
+def _suffix(ctx: typer.Context, method: str, mix: tuple[TrafficClass, ...], k: int) -> int:
+    """Suffix decoding draws each step from measured draft-length profiles: K defaults to
+    the cap they were measured at."""
+    if method != "suffix" or k == 0:
+        return k
+    caps = [len(c.draft_steps) - 1 for c in mix if c.draft_steps is not None]
+    if len(caps) < len(mix):
+        fail(
+            "--method suffix draws each step's draft from a measured draft-length profile: give "
+            "--alpha-from the result of `alphagate measure offline --drafter suffix`",
+            "--alpha-from",
+        )
+    return k if given(ctx, "k") else min(caps)

@@ -8,12 +8,15 @@ that came out:
 - :class:`DraftModelProposer`: one teacher-forced pass of the draft LM — draft token i at context
   T is its argmax at position T + i − 1;
 - :class:`Eagle3Proposer`: an EAGLE-3 head's chains (:mod:`alphagate.measure.offline.eagle3`),
-  each unrolled only as long as a greedy walk can still accept it.
+  each unrolled only as long as a greedy walk can still accept it;
+- :class:`SuffixProposer`: suffix decoding through arctic-inference's own cache
+  (:mod:`alphagate.measure.offline.suffix`), whose drafts depend on every earlier request: it
+  proposes only where the engine's steps start, for requests in log order.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -32,7 +35,9 @@ from alphagate.measure.offline.models import (
     resolve,
 )
 from alphagate.measure.offline.ngram import Drafts, TokenBatch, ngram_drafts
+from alphagate.measure.offline.suffix import SuffixReplay
 from alphagate.measure.results import MeasureError
+from alphagate.specs.deployment import SuffixParams
 
 __all__ = [
     "Context",
@@ -42,6 +47,7 @@ __all__ = [
     "NgramProposer",
     "Proposal",
     "Proposer",
+    "SuffixProposer",
     "load_proposer",
 ]
 
@@ -56,10 +62,11 @@ LOGIT_CHUNK = 256
 class DrafterSpec:
     """Which drafter, and where its weights are."""
 
-    method: Literal["ngram", "draft_model", "eagle3"]
+    method: Literal["ngram", "draft_model", "eagle3", "suffix"]
     path: str | None = None
     prompt_lookup_min: int = 2
     prompt_lookup_max: int = 5
+    suffix: SuffixParams = field(default_factory=SuffixParams)
 
 
 @dataclass(frozen=True)
@@ -178,6 +185,30 @@ class Eagle3Proposer:
         return Proposal(Drafts(toks, np.full(q, c.k_max, dtype=np.int64)), q_y)
 
 
+@dataclass
+class SuffixProposer:
+    """vLLM's suffix decoding on one server's cache, fed the requests in the order they are
+    proposed (the log's). The drafts are set where the engine's steps start with
+    ``num_speculative_tokens`` = ``k_max`` (length 0 elsewhere): a walk at that K is exact, a walk
+    at any other K is not this drafter's (its drafts depend on the cap)."""
+
+    replay: SuffixReplay
+    aux_ids: tuple[int, ...] = ()
+    served: int = 0  # requests proposed so far: their ids in the cache
+
+    def propose(self, c: Context) -> Proposal:
+        q = c.contexts.size
+        w = self.replay.walk(f"request-{self.served}", c.seq, c.prompt_len, q + 1)
+        self.served += 1
+        toks = np.full((q, c.k_max), -1, dtype=np.int64)
+        length = np.zeros(q, dtype=np.int64)
+        rows = w.starts - c.prompt_len - 1  # context T = P + 1 + row
+        for row, d in zip(rows, w.drafts, strict=True):
+            toks[row, : d.size] = d
+            length[row] = d.size
+        return Proposal(Drafts(toks, length), _no_q(c))
+
+
 def _same_tokenizer(a: Any, b: Any) -> bool:
     return bool(a.get_vocab() == b.get_vocab())
 
@@ -203,11 +234,22 @@ def _draft_model(
 
 
 def load_proposer(
-    spec: DrafterSpec, target: CausalLM, tokenizer: Any, device: str, dtype: torch.dtype
+    spec: DrafterSpec,
+    target: CausalLM,
+    tokenizer: Any,
+    device: str,
+    dtype: torch.dtype,
+    *,
+    k_max: int = 1,
+    max_model_len: int | None = None,
 ) -> Proposer:
-    """The drafter ``spec`` names, loaded for ``target``; refused when it does not fit it."""
+    """The drafter ``spec`` names, loaded for ``target``; refused when it does not fit it
+    (suffix decoding: its cap ``k_max`` and the server's context limit)."""
     if spec.method == "ngram":
         return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max)
+    if spec.method == "suffix":
+        limit = max_model_len or target.max_len
+        return SuffixProposer(SuffixReplay(spec.suffix, k=k_max, max_model_len=limit))
     if spec.method == "draft_model":
         path = resolve(spec.path or "", "--drafter draft_model")
         return DraftModelProposer(_draft_model(path, target, tokenizer, device, dtype))

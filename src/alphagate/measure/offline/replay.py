@@ -41,6 +41,7 @@ from alphagate.measure.offline.proposers import (
     DrafterSpec,
     Proposal,
     Proposer,
+    SuffixProposer,
     load_proposer,
 )
 from alphagate.measure.offline.requests import LoggedRequest
@@ -73,8 +74,10 @@ def load_models(
     dtype: str = "auto",
     max_model_len: int | None = None,
     threads: int | None = None,
+    k_max: int = 1,
 ) -> Models:
-    """Load the target, its tokenizer and the drafter; refuse a drafter that does not fit."""
+    """Load the target, its tokenizer and the drafter (``k_max``: the most draft tokens a step
+    verifies); refuse a drafter that does not fit."""
     if threads is not None:  # CPU threads for torch (small models on busy cores: 1 is fastest)
         torch.set_num_threads(threads)
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
@@ -94,8 +97,8 @@ def load_models(
         raise MeasureError(
             f"--target: the tokenizer has {len(tok)} tokens, the model's vocab_size is {tgt.vocab_size}"
         )
-    proposer = load_proposer(drafter, tgt, tok, dev, dt)
     limit = max_model_len or tgt.max_len
+    proposer = load_proposer(drafter, tgt, tok, dev, dt, k_max=k_max, max_model_len=limit)
     return Models(tok, tgt, drafter, proposer, limit)
 
 
@@ -212,9 +215,9 @@ def score_request(
     p, n = int(enc.prompt.size), int(out.size)
     seq0 = np.concatenate([enc.prompt, out])
     # the last step verifies up to k_max − 1 tokens past the output: the target continues it
-    hid, aux, ext = m.target.hidden(
-        seq0, aux_ids=m.proposer.aux_ids, extend=k_max - 1, sampler=sampler
-    )
+    # (one more for suffix decoding, whose cache keeps the last step's bonus token too)
+    past = k_max if isinstance(m.proposer, SuffixProposer) else k_max - 1
+    hid, aux, ext = m.target.hidden(seq0, aux_ids=m.proposer.aux_ids, extend=past, sampler=sampler)
     seq = np.concatenate([seq0, ext])
     q = max(n - 1, 0)
     contexts = np.arange(p + 1, p + 1 + q, dtype=np.int64)

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from alphagate.core.records import Frozen
 from alphagate.measure.estimate import Interval
+from alphagate.specs.deployment import SuffixParams
 
 __all__ = [
     "AGREEMENT_WARN",
@@ -55,6 +56,16 @@ class OfflineClass(Frozen):
     by_k: list[OfflineK] = Field(description="K = 1 … k_max")
     acceptance_length_histogram: list[float] = Field(
         description="at the chosen K: steps that emitted j + 1 tokens (j drafts accepted), j = 0…K"
+    )
+    draft_length_histogram: list[float] | None = Field(
+        default=None,
+        description="drafts of variable length (suffix decoding): engine steps that drafted L "
+        "tokens, L = 0…K (L = 0: a step without a draft, which vLLM does not count)",
+    )
+    acceptance_by_length: list[list[float]] | None = Field(
+        default=None,
+        description="drafts of variable length: engine steps that drafted L tokens and accepted "
+        "a of them, row L = 0…K, entry a = 0…L (what the simulator draws a step from)",
     )
 
 
@@ -126,4 +137,11 @@ class OfflineDetails(Frozen):
     )
     checkpoint: list[CheckpointNote] = Field(
         default_factory=list, description="what the resumed checkpoint did not hold whole"
+    )
+    suffix: SuffixParams | None = Field(
+        default=None,
+        description="suffix decoding: the trees' settings replayed (K is num_speculative_tokens)",
+    )
+    arctic_inference: str | None = Field(
+        default=None, description="suffix decoding: the arctic-inference release replayed"
     )

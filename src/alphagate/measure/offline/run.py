@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.offline.config import OfflineConfig
+from alphagate.measure.offline.lengths import summarize_lengths
 from alphagate.measure.offline.requests import (
     LoggedRequest,
     LogRead,
@@ -48,7 +49,7 @@ from alphagate.measure.offline.results import (
     OfflineDetails,
     Skipped,
 )
-from alphagate.measure.offline.score import RequestCounts, load, score_batch
+from alphagate.measure.offline.score import RequestCounts, fresh, load, score_batch
 from alphagate.measure.offline.stats import summarize
 from alphagate.measure.offline.walk import WalkCounts
 from alphagate.measure.results import MeasureError, MeasureResult
@@ -248,8 +249,7 @@ def _score(
 
         score_on_ray(cfg, todo, sink)
         return
-    if models is None:
-        models = load(cfg)
+    models = load(cfg) if models is None else fresh(models)
     for lo in range(0, len(todo), _WALK_BATCH):
         sink(score_batch(models, todo[lo : lo + _WALK_BATCH], cfg))
 
@@ -285,6 +285,12 @@ def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
     rng = np.random.default_rng(cfg.seed)
 
     def summary(rows: npt.NDArray[np.int64]) -> tuple[AcceptanceEstimate, OfflineClass]:
+        if cfg.drafter == "suffix":  # drafts of variable length: from the walk's joint counts
+            joints = np.stack([used[i].lengths for i in rows])
+            return summarize_lengths(
+                joints, prompt_tokens=p_tok[rows], output_tokens=o_tok[rows],
+                resamples=cfg.resamples, rng=rng,
+            )  # fmt: skip
         return summarize(
             counts.take(rows),
             cfg.k,
@@ -300,6 +306,15 @@ def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
         rows = np.asarray([i for i, r in enumerate(used) if r.cls == name], dtype=np.int64)
         classes[name], details[name] = summary(rows)
     return _Summaries(overall, overall_detail, classes, details)
+
+
+def _suffix_details(cfg: OfflineConfig) -> dict[str, object]:
+    """What a suffix replay ran: the trees' settings and arctic-inference's release."""
+    if cfg.drafter != "suffix":
+        return {}
+    from alphagate.measure.offline.suffix import arctic_version
+
+    return {"suffix": cfg.suffix, "arctic_inference": arctic_version()}
 
 
 def _result(
@@ -345,6 +360,7 @@ def _result(
         overall=s.overall_detail,
         max_model_len=cfg.max_model_len,
         checkpoint=repairs,
+        **_suffix_details(cfg),
     )
     return MeasureResult(
         verb="measure offline",

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import ConfigDict, Field, ValidationError
 
 from alphagate.core.errors import validation_problem
 from alphagate.core.records import Frozen
 from alphagate.measure.offline.config import OfflineConfig
 from alphagate.measure.offline.requests import LoggedRequest
-from alphagate.measure.offline.walk import WalkCounts, walk_expected, walk_greedy
+from alphagate.measure.offline.walk import WalkCounts, walk_expected, walk_greedy, walk_lengths
 from alphagate.measure.results import MeasureError
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 #: what the models need: the ``offline`` extra
 _OFFLINE_EXTRA = frozenset({"torch", "transformers", "safetensors"})
 
-__all__ = ["RequestCounts", "load", "score_batch"]
+__all__ = ["RequestCounts", "fresh", "load", "score_batch"]
+
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -41,11 +44,16 @@ class RequestCounts:
     retokenized: bool
     counts: WalkCounts | None  # None: the request could not be used (see ``problem``)
     problem: str | None = None
+    #: drafts of variable length (suffix decoding): steps by length drafted and accepted at K,
+    #: ``[K + 1, K + 1]`` (:func:`~alphagate.measure.offline.walk.walk_lengths`)
+    lengths: FloatArray | None = None
 
     def to_json(self) -> str:
         c = self.counts
+        extra = {} if self.lengths is None else {"lengths": self.lengths.tolist()}
         return json.dumps(
             {
+                **extra,
                 "key": self.key,
                 "cls": self.cls,
                 "prompt_tokens": self.prompt_tokens,
@@ -80,6 +88,11 @@ class RequestCounts:
                     raise ValueError(f"counts.{f}: not {shape} counts ≥ 0 (another --k-max?)")
                 arrays[f] = a[None]
             counts = WalkCounts(**arrays)
+        lengths = None
+        if d.lengths is not None:
+            lengths = np.asarray(d.lengths, dtype=np.float64)
+            if lengths.shape != (k_max + 1, k_max + 1) or np.any(lengths < 0):
+                raise ValueError(f"lengths: not ({k_max + 1}, {k_max + 1}) counts ≥ 0")
         return cls(
             d.key,
             d.cls,
@@ -90,6 +103,7 @@ class RequestCounts:
             d.retokenized,
             counts,
             d.problem,
+            lengths,
         )
 
 
@@ -107,6 +121,7 @@ class _CheckpointLine(Frozen):
     retokenized: bool
     problem: str | None
     counts: dict[str, list[Any]] | None
+    lengths: list[list[float]] | None = None
 
 
 def _count_shapes(k_max: int) -> dict[str, tuple[int, ...]]:
@@ -167,7 +182,9 @@ def load(cfg: OfflineConfig) -> Models:
             "measure offline needs torch and transformers: pip install 'alphagate[offline]'"
         ) from None
 
-    spec = DrafterSpec(cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max)
+    spec = DrafterSpec(
+        cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max, cfg.suffix
+    )
     return load_models(
         cfg.target,
         spec,
@@ -176,7 +193,22 @@ def load(cfg: OfflineConfig) -> Models:
         dtype=cfg.dtype,
         max_model_len=cfg.max_model_len,
         threads=cfg.threads,
+        k_max=cfg.kmax,
     )
+
+
+def fresh(models: Models) -> Models:
+    """``models`` for a new run: a drafter that keeps state across requests (suffix decoding's
+    cache of responses) starts empty, as a new server does."""
+    from alphagate.measure.offline.proposers import SuffixProposer
+    from alphagate.measure.offline.suffix import SuffixReplay
+
+    p = models.proposer
+    if not isinstance(p, SuffixProposer):
+        return models
+    r = p.replay
+    new = SuffixReplay(r.params, k=r.k, max_model_len=r.max_model_len)
+    return replace(models, proposer=SuffixProposer(new))
 
 
 def score_batch(
@@ -197,12 +229,15 @@ def _walk(
 
     scored = [(r, sc) for r, sc in batch if isinstance(sc, Scored)]
     counts: WalkCounts | None = None
+    lengths: FloatArray | None = None
     if scored:
         nc = np.asarray([sc.num_contexts for _, sc in scored], dtype=np.int64)
         length = np.concatenate([sc.length for _, sc in scored])
         if all(sc.run is not None for _, sc in scored):
             run = np.concatenate([sc.run for _, sc in scored if sc.run is not None])
             counts = walk_greedy(run, length, nc, cfg.kmax)
+            if cfg.drafter == "suffix":
+                lengths = walk_lengths(run, length, nc, cfg.k)
         else:
             acc = np.concatenate([sc.accept for _, sc in scored if sc.accept is not None])
             counts = walk_expected(acc, length, nc, cfg.kmax)
@@ -223,6 +258,7 @@ def _walk(
                 sc.encoded.truncated,
                 sc.encoded.retokenized,
                 counts.take(np.asarray([i])),
+                lengths=None if lengths is None else lengths[i],
             )
         )
         i += 1

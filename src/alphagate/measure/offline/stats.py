@@ -17,7 +17,7 @@ from alphagate.measure.offline.results import OfflineClass, OfflineK
 from alphagate.measure.offline.walk import WalkCounts
 from alphagate.theory.acceptance import alpha_from_draft_acceptance_rate
 
-__all__ = ["BOOTSTRAP", "summarize"]
+__all__ = ["BOOTSTRAP", "interval", "ratio", "resampled_sums", "summarize"]
 
 FloatArray = npt.NDArray[np.float64]
 #: resamples per interval
@@ -25,7 +25,7 @@ BOOTSTRAP = 1000
 _BATCH = 100
 
 
-def _interval(x: FloatArray) -> Interval | None:
+def interval(x: FloatArray) -> Interval | None:
     x = x[np.isfinite(x)]
     if x.size < 2:
         return None
@@ -33,12 +33,12 @@ def _interval(x: FloatArray) -> Interval | None:
     return Interval(low=float(lo), high=float(hi))
 
 
-def _ratio(a: FloatArray, b: FloatArray) -> FloatArray:
+def ratio(a: FloatArray, b: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), np.nan)
 
 
-def _resampled_sums(values: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
+def resampled_sums(values: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
     """``values [R, d]`` → the column sums of ``resamples`` bootstrap resamples, ``[B, d]``."""
     r = values.shape[0]
     out = np.empty((resamples, values.shape[1]))
@@ -53,9 +53,9 @@ def _alpha_of(d: FloatArray, dt: FloatArray, a: FloatArray, c0: FloatArray, k: i
     """α as :func:`~alphagate.measure.estimate.estimate` defines it: the i.i.d. α that gives ρ
     at K when every draft has K tokens, else (short n-gram drafts) position 1's acceptance."""
     full = dt >= k * d * (1 - 1e-6) - 0.5
-    rho = np.clip(_ratio(a, dt), 0.0, 1.0)
+    rho = np.clip(ratio(a, dt), 0.0, 1.0)
     by_rho = alpha_from_draft_acceptance_rate(np.nan_to_num(rho), k)
-    return np.where(np.isnan(rho), np.nan, np.where(full, by_rho, _ratio(c0, d)))
+    return np.where(np.isnan(rho), np.nan, np.where(full, by_rho, ratio(c0, d)))
 
 
 def _columns(counts: WalkCounts, k: int) -> FloatArray:
@@ -81,9 +81,9 @@ def _at_k(tot: FloatArray, boot: FloatArray | None, k: int, k_max: int) -> Offli
     ci: dict[str, Interval | None] = {"rho": None, "tau": None, "alpha": None}
     if boot is not None:
         bd, bdt, ba, bc0 = (boot[:, c] for c in cols)
-        ci["rho"] = _interval(_ratio(ba, bdt))
-        ci["tau"] = _interval(1.0 + _ratio(ba, bd))
-        ci["alpha"] = _interval(_alpha_of(bd, bdt, ba, bc0, k))
+        ci["rho"] = interval(ratio(ba, bdt))
+        ci["tau"] = interval(1.0 + ratio(ba, bd))
+        ci["alpha"] = interval(_alpha_of(bd, bdt, ba, bc0, k))
     point = [np.asarray([x], dtype=np.float64) for x in (d, dt, a, c0)]
     alpha = float(_alpha_of(point[0], point[1], point[2], point[3], k)[0])
     return OfflineK(
@@ -104,8 +104,8 @@ def _conditional_cis(boot: FloatArray | None, k: int, k_max: int) -> list[Interv
         return [None] * k
     c = boot[:, 4 * k_max : 4 * k_max + k]
     prev = np.concatenate([boot[:, k - 1 : k], c[:, :-1]], axis=1)
-    cond = _ratio(c, prev)
-    return [_interval(cond[:, i]) for i in range(k)]
+    cond = ratio(c, prev)
+    return [interval(cond[:, i]) for i in range(k)]
 
 
 def summarize(
@@ -122,7 +122,7 @@ def summarize(
     r = counts.drafts.shape[0]
     flat = _columns(counts, k)
     tot = flat.sum(axis=0)
-    boot = _resampled_sums(flat, resamples, rng) if r > 1 and resamples > 0 else None
+    boot = resampled_sums(flat, resamples, rng) if r > 1 and resamples > 0 else None
     by_k = [_at_k(tot, boot, kk, k_max) for kk in range(1, k_max + 1)]
     at = by_k[k - 1]
     per_pos = [float(x) for x in tot[4 * k_max : 4 * k_max + k]]

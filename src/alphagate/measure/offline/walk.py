@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["WalkCounts", "greedy_run", "walk_expected", "walk_greedy"]
+__all__ = ["WalkCounts", "greedy_run", "walk_expected", "walk_greedy", "walk_lengths"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -157,3 +157,25 @@ def walk_expected(
             for j in range(k + 1):
                 start[live, t + 1 + j] += w * exact[:, j]
     return WalkCounts(**out)
+
+
+def walk_lengths(run: IntArray, length: IntArray, num_contexts: IntArray, k: int) -> FloatArray:
+    """The greedy walk at one K, step by step: ``[R, K + 1, K + 1]``, the steps of each request
+    that drafted L tokens (L = 0: a step without a draft, which vLLM does not count) and accepted
+    a of them — the joint counts that variable-length drafts (n-gram, suffix decoding) need:
+    ρ, τ, vLLM's counters and α by position conditional on a draft reaching it all follow from
+    them (:mod:`alphagate.measure.offline.lengths`)."""
+    r_total = num_contexts.size
+    first = np.cumsum(num_contexts) - num_contexts
+    joint = np.zeros(r_total * (k + 1) * (k + 1))
+    live = np.flatnonzero(num_contexts > 0)
+    pos = np.zeros(live.size, dtype=np.int64)
+    while live.size:
+        q = first[live] + pos
+        kk = np.minimum(length[q], k)
+        a = np.minimum(run[q], kk)
+        np.add.at(joint, (live * (k + 1) + kk) * (k + 1) + a, 1.0)
+        pos += a + 1
+        keep = pos < num_contexts[live]
+        live, pos = live[keep], pos[keep]
+    return joint.reshape(r_total, k + 1, k + 1)

@@ -1,0 +1,138 @@
+"""``plan --method suffix``: a plan from a measured draft-length profile — the trees' settings that
+were measured are the ones served, K is their cap, no batch-size schedule (vLLM's suffix
+proposer drafts for exactly num_speculative_tokens), SGLang's SUFFIX flags, and a gate on τ."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from alphagate.gate.rules import plan_rules
+from alphagate.measure.offline.lengths import summarize_lengths
+from alphagate.measure.offline.results import OfflineDetails
+from alphagate.measure.results import MeasureResult
+from alphagate.plan.records import Plan
+from alphagate.specs.deployment import SuffixParams
+from alphagate.theory.lengths import rate_and_length
+from tests.conftest import Cli
+
+HERE = Path(__file__).parent
+SGLANG = json.loads((HERE / "sglang_server_args.json").read_text())
+SUFFIX_FLAGS = json.loads((HERE / "sglang_suffix_server_args.json").read_text())
+K = 8
+PARAMS = SuffixParams(max_tree_depth=16, max_spec_factor=1.5, min_token_prob=0.2)
+
+
+def _joint(accept: float, seed: int) -> np.ndarray:
+    """Steps of 4 requests: a third without a draft, the rest drafting 1…K tokens, each reached
+    position accepted with probability ``accept``."""
+    rng = np.random.default_rng(seed)
+    out = np.zeros((4, K + 1, K + 1))
+    for r in range(4):
+        for _ in range(300):
+            n = 0 if rng.random() < 1 / 3 else int(rng.integers(1, K + 1))
+            a = 0
+            while a < n and rng.random() < accept:
+                a += 1
+            out[r, n, a] += 1
+    return out
+
+
+def _result(path: Path, accept: float) -> Path:
+    """A ``measure offline --drafter suffix`` result with one class, ``code``."""
+    joints = _joint(accept, 0)
+    toks = np.full(4, 100, dtype=np.int64)
+    est, detail = summarize_lengths(
+        joints, prompt_tokens=toks, output_tokens=toks, resamples=20,
+        rng=np.random.default_rng(0),
+    )  # fmt: skip
+    details = OfflineDetails(
+        drafter="suffix", target="t", k=K, k_max=K, semantics="greedy", temperature=0.0,
+        top_p=1.0, top_k=0, draft_sampling="greedy", regenerated=False, seed=0, sample=None,
+        requests_read=4, requests_used=4, prompt_tokens=400, output_tokens=400, truncated=0,
+        retokenized=0, trajectory_agreement=1.0, bootstrap_resamples=20, wall_s=1.0,
+        classes={"code": detail}, overall=detail, suffix=PARAMS, arctic_inference="0.1.1",
+    )  # fmt: skip
+    m = MeasureResult(
+        verb="measure offline", source="log", window_s=None, overall=est,
+        classes={"code": est}, sources=1, offline=details,
+    )  # fmt: skip
+    path.write_text(json.dumps(m.payload()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[float, str]:
+    d = tmp_path_factory.mktemp("suffix-plan")
+    return {a: str(_result(d / f"suffix-{a}.json", a)) for a in (0.5, 0.9)}
+
+
+@cache
+def _run(path: str, *extra: str) -> dict[str, Any]:
+    return Cli().json(
+        "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--gpu", "h100", "--class",
+        "code:1.0", "--alpha-from", path, "-c", "4", *extra,
+    )  # fmt: skip
+
+
+def test_the_measured_settings_are_served_at_their_cap(files: dict[float, str]) -> None:
+    d = _run(files[0.9])
+    assert d["speculative_config"] == {
+        "method": "suffix",
+        "num_speculative_tokens": K,
+        "suffix_decoding_max_tree_depth": 16,
+        "suffix_decoding_max_cached_requests": 10_000,
+        "suffix_decoding_max_spec_factor": 1.5,
+        "suffix_decoding_min_token_prob": 0.2,
+    }
+    assert d["dynamic_k_supported"] is False and d["batch_schedule"] == []
+    assert {r["k"] for r in d["rows"] if r["k"]} == {K}
+    served = [c for s in d["stages"] for c in s["commands"] if c.startswith("vllm serve")]
+    assert any('"method":"suffix"' in c for c in served)
+
+
+def test_better_acceptance_pays_more_and_the_gate_is_on_tau(
+    files: dict[float, str], tmp_path: Path
+) -> None:
+    good, poor = _run(files[0.9]), _run(files[0.5])
+    assert good["headline_speedup"] > poor["headline_speedup"] > 0
+    g = good["gate"]
+    assert g is not None and g["k"] == K
+    # the gate's ρ and τ are the gate α's at the measured draft lengths, not a chain's
+    lengths = np.asarray(_joint(0.9, 0).sum(axis=(0, 2)))
+    rho, tau = rate_and_length(g["alpha_min"], lengths / lengths.sum())
+    assert g["draft_acceptance_rate_min"] == pytest.approx(rho, rel=1e-6)
+    assert g["mean_acceptance_length_min"] == pytest.approx(tau, rel=1e-6)
+    plan = Plan.model_validate(good)
+    rules = plan_rules(plan, tmp_path / "plan.json")
+    acceptance = [r for r in rules if r.metric in ("alpha", "mean_acceptance_length")]
+    assert acceptance and all(r.metric == "mean_acceptance_length" for r in acceptance)
+    assert acceptance[0].threshold == pytest.approx(tau)
+
+
+def test_sglang_serves_suffix_with_its_own_flags(files: dict[float, str]) -> None:
+    d = _run(files[0.9], "--engine", "sglang")
+    launch = [
+        shlex.split(c) for s in d["stages"] for c in s["commands"]
+        if c.startswith("python -m sglang.launch_server")
+    ]  # fmt: skip
+    spec = launch[-1]
+    assert spec[spec.index("--speculative-algorithm") + 1] == "SUFFIX"
+    assert spec[spec.index("--speculative-num-draft-tokens") + 1] == str(K + 1)
+    assert spec[spec.index("--speculative-suffix-max-tree-depth") + 1] == "16"
+    known = set(SGLANG["flags"]) | set(SUFFIX_FLAGS["flags"])
+    for a in spec:
+        if a.startswith("--"):
+            assert a in known, a
+    assert "SUFFIX" in SUFFIX_FLAGS["choices"]["--speculative-algorithm"]
+
+
+def test_a_suffix_plan_without_a_profile_is_refused() -> None:
+    r = Cli().run("plan", "--method", "suffix", "--class", "code:1.0:0.7", "-c", "4")
+    assert r.exit_code == 2 and "--alpha-from" in r.output and "Traceback" not in r.output
