@@ -33,6 +33,7 @@ from alphagate.sim.kernel import (
     prefill_allocation,
 )
 from alphagate.sim.workload import ClosedLoop, OpenLoop, RequestSet
+from alphagate.specs.schedule import k_for_batch
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -52,6 +53,13 @@ class Scenario:
     max_num_seqs: int
     disable_above_batch: int | None = None
     label: str = ""
+    #: vLLM's num_speculative_tokens_per_batch_size: K for a step of n running sequences
+    #: (:func:`alphagate.specs.schedule.k_for_batch`), capped at ``k``
+    k_by_batch: list[list[int]] | None = None
+    #: prefills apart from decodes: every waiting prompt is prefilled whole in the next step, at
+    #: no cost to the decoding sequences (a disaggregated prefill with room to spare;
+    #: ``explain``'s counterfactual without prefill interference)
+    prefill_apart: bool = False
 
 
 @dataclass
@@ -154,6 +162,8 @@ class _Server:
         dec = occupied & (self.pre == 0)
         n_run = int(occupied.sum())
         k = self.k if self.disable is None or n_run <= self.disable else 0
+        if self.sc.k_by_batch is not None:
+            k = min(k, k_for_batch(self.sc.k_by_batch, n_run, self.k))
         slots = self.cost.draft_slots
         cap = decode_capacity(self.cost.max_num_batched_tokens, k, slots)
         if int(dec.sum()) > cap:
@@ -164,7 +174,11 @@ class _Server:
         prefilling = np.nonzero(self.pre > 0)[0]
         if prefilling.size:
             order = prefilling[np.argsort(self.req[prefilling], kind="stable")]
-            budget = decode_budget(self.cost.max_num_batched_tokens, int(dec.sum()), k, slots)
+            budget = (
+                int(self.pre[order].sum())
+                if self.sc.prefill_apart
+                else decode_budget(self.cost.max_num_batched_tokens, int(dec.sum()), k, slots)
+            )
             alloc[order] = prefill_allocation(self.pre[order], budget)
         return dec, k, alloc
 
@@ -184,6 +198,8 @@ class _Server:
 
     # 4. time ---------------------------------------------------------------------------------
     def price(self, dec: BoolArray, k: int, alloc: IntArray, n_run: int) -> float:
+        if self.sc.prefill_apart and dec.any():
+            alloc = np.zeros_like(alloc)
         has = alloc > 0
         p_tok = int(alloc.sum())
         p_ctx = int(self.ctx[has].sum())
