@@ -10,6 +10,7 @@ from alphagate.report import reproduce
 from alphagate.report.blocks import Block, Bullets, Code, Prose, Table, cells
 from alphagate.report.inputs import (
     BenchInput,
+    ExplainInput,
     FieldsInput,
     GateInput,
     Input,
@@ -74,7 +75,7 @@ def _what(i: Input) -> str:
             "no records" if i.records is None else f"{len(i.records)} records in {i.records_source}"
         )
         return f"bench run {i.result.run_id} ({recs})"
-    if isinstance(i, MeasureInput | GateInput):
+    if isinstance(i, MeasureInput | GateInput | ExplainInput):
         return i.result.verb
     return str(i.verb)
 
