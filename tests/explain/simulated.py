@@ -43,7 +43,7 @@ class Traffic:
     users: int
     n: int
     prompt: tuple[int, int]
-    output: int
+    output: int  # the mean: lengths drawn from ¾ to 5⁄4 of it, so requests do not finish in step
     warmup: int = 0
     seed: int = 0
     long_every: int | None = None
@@ -56,9 +56,10 @@ class Traffic:
         if self.long_every:
             prompt[self.long_every - 1 :: self.long_every] = self.long_prompt
         cls = np.arange(self.n) % max(len(self.classes), 1)
+        output = rng.integers(self.output * 3 // 4, self.output * 5 // 4 + 1, size=self.n)
         return RequestSet(
             prompt.astype(np.int64),
-            np.full(self.n, self.output, dtype=np.int64),
+            output.astype(np.int64),
             cls.astype(np.int64),
             np.full(self.n, np.nan),
         )

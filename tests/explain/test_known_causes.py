@@ -81,6 +81,21 @@ def test_the_injected_cause_ranks_first(name: str) -> None:
     assert product == pytest.approx(m.simulated_ratio, rel=1e-6)
 
 
+def test_the_guides_exercise() -> None:
+    """Mean ITL per token falls by about a quarter while P99 rises by about a sixth: rejected
+    steps yield one token at the verify step's price, and at P99 the tail is made of them."""
+    result, records = simulated_ab(
+        Side(0, A100), Side(2, A100, (0.4,)), Traffic(16, 100, (4, 8), 64, warmup=16)
+    )
+    mean = {lv.target: lv.overall.itl_per_token_ms.mean for lv in result.levels}
+    assert mean["candidate"] / mean["baseline"] == pytest.approx(0.76, abs=0.03)
+    out = explain_bench(result, records, resolve_deployment(A100), source="exercise")
+    m = next(x for x in out.levels[0].metrics if x.metric == "itl_per_token_p99_ms")
+    assert m.ratio == pytest.approx(1.17, abs=0.03)
+    assert m.factors[0].mechanisms == ["rejection"] and (m.factors[0].share or 0) > 0.5
+    assert m.factors[1].mechanisms == ["verify"]
+
+
 def test_a_capped_candidate_is_seen_as_capped_and_more_kv_room_is_the_remedy() -> None:
     lv = _explain(CASES["KV room caps the batch"])
     assert lv.batch_cap == (256, 10)

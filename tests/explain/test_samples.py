@@ -87,4 +87,5 @@ def test_a_gap_that_holds_another_requests_first_token_is_a_prefill_stall() -> N
     r = records[0]
     at = r.send_s + np.asarray(r.chunk_times_s)
     firsts = np.asarray([0.5 * (at[2] + at[3])])  # between its third and fourth chunk
-    assert stalled_gaps(r, firsts).tolist() == [False, False, True, False, False]
+    expected = [i == 2 for i in range(len(r.chunk_times_s) - 1)]
+    assert len(expected) >= 4 and stalled_gaps(r, firsts).tolist() == expected
