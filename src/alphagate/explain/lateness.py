@@ -6,7 +6,9 @@ its modelled clock).
 A chunk read ε late after one read on time makes that gap ε longer and the next ε shorter, so a
 measured gap is the step's plus ε_i − ε_(i−1), with ε the client's lateness (drawn from its
 measured percentiles) plus the server's (exponential, of its measured mean). The replays' gaps
-plus such draws are what the client would have measured of them. The module also says which of
+plus such draws are what the client would have measured of them; a replay of another
+configuration (a remedy) streams chunks at another rate, and gets the two runs' lateness mixed
+by where its rate falls between theirs. The module also says which of
 a request's gaps held another request's first token — a prefill chunk that shared the step
 (chunked prefill: a new request's first token comes out of the step that finished its prompt).
 """
@@ -20,7 +22,7 @@ from alphagate.bench.records import RequestRecord
 from alphagate.bench.validity import RunValidity
 from alphagate.sim.results import Distribution
 
-__all__ = ["first_tokens", "gap_lateness", "stalled_gaps", "with_lateness"]
+__all__ = ["first_tokens", "gap_lateness", "mixed_lateness", "stalled_gaps", "with_lateness"]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -71,6 +73,21 @@ def gap_lateness(validity: RunValidity | None, n: int = 20_000, seed: int = 0) -
         return ms * 1e-3
 
     return late() - late()
+
+
+def mixed_lateness(
+    rates: tuple[float, float], lateness: tuple[FloatArray, FloatArray], rate: float
+) -> FloatArray:
+    """The lateness a run streaming ``rate`` chunks per second would see, between the two
+    measured runs' (``rates``, ``lateness``: baseline, candidate): a client reads late in
+    proportion to how busy it is, so a mix of the two by where ``rate`` falls between theirs
+    (in logs), each alone beyond them."""
+    (r0, r1), (l0, l1) = rates, lateness
+    if min(r0, r1, rate) <= 0 or l0.size == 0 or l1.size == 0 or r0 == r1:
+        return l1 if l1.size else l0
+    w = float(np.clip(np.log(rate / r1) / np.log(r0 / r1), 0.0, 1.0))
+    n = min(l0.size, l1.size)
+    return np.concatenate([l0[: round(w * n)], l1[: round((1 - w) * n)]])
 
 
 def with_lateness(gaps: FloatArray, lateness: FloatArray | None, seed: int = 0) -> FloatArray:

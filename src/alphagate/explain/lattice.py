@@ -113,6 +113,12 @@ class Lattice:
             self._figures[key] = figures(samples, self.counts, lateness=late)
         return self._figures[key]
 
+    def chunk_rates(self) -> tuple[float, float]:
+        """Chunks per second the replays of the baseline and the candidate stream."""
+        base = self.run(self.baseline_variant(), ("baseline", False))
+        cand = self.run(self.candidate_variant(), ("candidate",))
+        return base.chunk_rate, cand.chunk_rate
+
     def log_ratio(self, metric: Metric, removed: frozenset[Mechanism]) -> FloatArray:
         """g(S): log(candidate ÷ baseline) of ``metric`` with ``removed`` taken out."""
         return np.log(self.candidate(removed)[metric] / self.baseline(removed)[metric])

@@ -17,6 +17,7 @@ from alphagate.core.records import Frozen, Results
 from alphagate.measure.estimate import Interval
 
 __all__ = [
+    "EFFECTS",
     "MECHANISMS",
     "METRICS",
     "ExplainResult",
@@ -32,6 +33,16 @@ __all__ = [
 ]
 
 Mechanism = Literal["rejection", "verify", "prefill", "capacity", "client"]
+#: What each mechanism does to the tail, in one clause.
+EFFECTS: dict[Mechanism, str] = {
+    "rejection": "steps whose drafts were all rejected yield one token for a verify pass",
+    "verify": "a speculative step (K + 1 tokens per sequence, and the drafter) costs more than "
+    "a decode step",
+    "prefill": "prompts share the decodes' steps, and K + 1 tokens per sequence leave them less "
+    "of the token budget",
+    "capacity": "the candidate holds fewer requests at once, so the rest wait",
+    "client": "the client read chunks late, or the server woke late",
+}
 #: What each mechanism is, and the counterfactual that removes it.
 MECHANISMS: dict[Mechanism, tuple[str, str]] = {
     "rejection": (
@@ -96,6 +107,10 @@ class MetricExplanation(Frozen):
     simulated_baseline_ms: float = Field(description="the simulator replaying the requests")
     simulated_candidate_ms: float
     simulated_ratio: float
+    engine_ratio: float = Field(
+        description="the replays' ratio without any client lateness: the change the server's "
+        "steps alone make"
+    )
     gain: float = Field(
         description="candidate ÷ baseline with every mechanism removed: speculation's mean "
         "yield at a decode step's price (< 1)"
@@ -108,6 +123,7 @@ class MetricExplanation(Frozen):
     inseparable: list[str] = Field(
         default_factory=list, description="why factors were reported together"
     )
+    why: str = Field(description="the change and what made it, in one sentence")
 
 
 class TimelineChunk(Frozen):

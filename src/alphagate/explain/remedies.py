@@ -7,7 +7,9 @@ concurrency (the same schedule with K = 0 past it), a smaller K, a larger
 to servers without speculation, and a better drafter for the class it accepts least (what a head
 trained on that class's traffic, ``alphagate train-head``, would have to reach). Each prediction
 is the measured figure × the simulated ratio after ÷ before on the same requests (a constant
-error of the step-time model cancels), with its 95% interval over resamples of the requests.
+error of the step-time model cancels), with its 95% interval over resamples of the requests —
+for ITL per token widened to the predictions with no client lateness and with either run's
+alone (:mod:`alphagate.explain.lateness`): it varies from run to run.
 
 Ranked: the remedies that bring P99 ITL per token and P99 TTFT back within the budget of the
 baseline's (``--p99-budget`` ×), most throughput first; then the others, nearest first. The engine flags are vLLM's (the twin takes
@@ -28,10 +30,12 @@ import numpy.typing as npt
 
 from alphagate.core.traffic import TrafficClass
 from alphagate.explain.attribution import interval
+from alphagate.explain.lateness import mixed_lateness
 from alphagate.explain.lattice import Figures, Lattice, figures
 from alphagate.explain.records import Metric, Remedy, RemedyKind
 from alphagate.explain.replay import DEFAULT_CLASS
 from alphagate.explain.samples import Samples, Variant, replay
+from alphagate.measure.estimate import Interval
 from alphagate.plan.engine_config import (
     EngineCommand,
     compress_schedule,
@@ -282,8 +286,26 @@ def _excess(ctx: Context, predicted: dict[Metric, float]) -> float:
     )
 
 
+def _itl_interval(ctx: Context, opt: _Option, before: Figures, itl: FloatArray) -> Interval | None:
+    """The resamples' interval, widened to the predictions with no client lateness and with
+    either run's alone: a client's lateness varies from run to run (the A/B measured two), and
+    a quiet machine has next to none."""
+    lat = ctx.lattice
+    metric: Metric = "itl_per_token_p99_ms"
+    iv = interval(itl)
+    if iv is None:
+        return None
+    ends = [iv.low, iv.high]
+    for late in (None, *lat.lateness):
+        alone = figures(opt.after, lat.counts[:1], lateness=late)
+        ends.append(float(ctx.measured_candidate[metric][0] * alone[metric][0] / before[metric][0]))
+    return Interval(low=min(ends), high=max(ends))
+
+
 def _remedy(ctx: Context, opt: _Option, before: Figures, base_rate: float) -> Remedy:
-    after = figures(opt.after, ctx.lattice.counts, lateness=ctx.lattice.lateness[1])
+    lat = ctx.lattice
+    late = mixed_lateness(lat.chunk_rates(), lat.lateness, opt.after.chunk_rate)
+    after = figures(opt.after, lat.counts, lateness=late)
     itl = _predicted(ctx, after, before, "itl_per_token_p99_ms")
     ttft = _predicted(ctx, after, before, "ttft_p99_ms")
     excess = _excess(ctx, {"itl_per_token_p99_ms": float(itl[0]), "ttft_p99_ms": float(ttft[0])})
@@ -292,7 +314,7 @@ def _remedy(ctx: Context, opt: _Option, before: Figures, base_rate: float) -> Re
         title=opt.title,
         assumption=opt.assumption,
         itl_per_token_p99_ms=float(itl[0]),
-        itl_per_token_p99_interval=interval(itl),
+        itl_per_token_p99_interval=_itl_interval(ctx, opt, before, itl),
         ttft_p99_ms=float(ttft[0]),
         ttft_p99_interval=interval(ttft),
         throughput_ratio=opt.after.throughput / base_rate if base_rate > 0 else math.nan,

@@ -24,8 +24,10 @@ from alphagate.explain.attribution import attribute, interval
 from alphagate.explain.lateness import gap_lateness
 from alphagate.explain.lattice import Figures, Lattice, figures
 from alphagate.explain.records import (
+    EFFECTS,
     METRICS,
     ExplainResult,
+    Factor,
     LevelExplanation,
     Mechanism,
     Metric,
@@ -103,6 +105,17 @@ def _caps(
     )
 
 
+def _why(label: str, ratio: float, factors: list[Factor]) -> str:
+    """``ITL/token P99 rose 1.19×: 71% rejection streaks (…), 29% verify-step growth``."""
+    rising = [f for f in factors if f.share is not None]
+    if ratio <= 1 or not rising:
+        return f"{label} did not rise ({ratio:.2f}×)"
+    top = rising[0]
+    parts = [f"{round(100 * (f.share or 0))}% {f.label}" for f in rising]
+    effect = "; ".join(EFFECTS[m] for m in top.mechanisms)
+    return f"{label} rose {ratio:.2f}×: " + ", ".join(parts) + f" — {effect}"
+
+
 def _metric(
     metric: Metric,
     lattice: Lattice,
@@ -123,11 +136,13 @@ def _metric(
         simulated_baseline_ms=float(sim_b),
         simulated_candidate_ms=float(sim_c),
         simulated_ratio=float(sim_c / sim_b),
+        engine_ratio=float(np.exp(lattice.log_ratio(metric, frozenset({"client"}))[0])),
         gain=float(math.exp(att.gain[0])),
         residual=float(math.exp(att.residual[0])),
         residual_interval=interval(att.residual, np.exp),
         factors=att.factors,
         inseparable=att.inseparable,
+        why=_why(METRICS[metric], math.exp(log_measured[0]), att.factors),
     )
 
 

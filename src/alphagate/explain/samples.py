@@ -99,6 +99,11 @@ class Samples:
         """Output tokens per second over the runs."""
         return self.output_tokens / self.span_s if self.span_s > 0 else 0.0
 
+    @property
+    def chunk_rate(self) -> float:
+        """Streamed chunks per second over the runs: how busy the client reading them was."""
+        return self.request.size / self.span_s if self.span_s > 0 else 0.0
+
 
 def _chunks(trace: RunTrace, ids: IntArray) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
     """(request, gap, tokens, request's mean tokens per chunk) of every decode chunk of a trace;

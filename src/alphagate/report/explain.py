@@ -19,7 +19,7 @@ from alphagate.explain.records import (
     Timeline,
 )
 from alphagate.measure.estimate import Interval
-from alphagate.report._fmt import fmt_ci, fmt_ms, fmt_pct, fmt_x
+from alphagate.report._fmt import fmt_ms, fmt_pct, fmt_x, with_ci
 from alphagate.report._tables import add_columns, new_table
 
 __all__ = ["level_heading", "remedy_lines", "render_explain"]
@@ -40,17 +40,21 @@ def level_heading(lv: LevelExplanation) -> str:
 
 def _figures(lv: LevelExplanation) -> RenderableType:
     table = add_columns(
-        new_table(caption="simulated: the same requests replayed on the step-time model"),
-        "ms", "baseline", "candidate", "cand ÷ base", "simulated", "sim ÷",
+        new_table(
+            caption="replayed: the same requests through the simulator, with the lateness each "
+            "side's client measured; without it, the server's steps alone"
+        ),
+        "ms", "baseline", "candidate", "cand ÷ base [95%]", "replayed", "÷", "without lateness",
     )  # fmt: skip
     for m in lv.metrics:
         table.add_row(
             m.label,
             fmt_ms(m.baseline_ms),
             fmt_ms(m.candidate_ms),
-            f"{fmt_x(m.ratio)} {fmt_ci(m.ratio_interval, 2)}",
+            with_ci(fmt_x(m.ratio), m.ratio_interval, 2),
             f"{fmt_ms(m.simulated_baseline_ms)} → {fmt_ms(m.simulated_candidate_ms)}",
             fmt_x(m.simulated_ratio),
+            fmt_x(m.engine_ratio),
         )
     return table
 
@@ -59,22 +63,18 @@ def _factors(m: MetricExplanation) -> RenderableType:
     verb = "rose" if m.ratio > 1 else "fell"
     table = add_columns(
         new_table(f"Why {m.label} {verb} {fmt_x(m.ratio)}: candidate ÷ baseline = gain × factors"),
-        "mechanism", "factor", "95%", "share of the rise", "95%",
+        "mechanism", "factor [95%]", "share of the rise [95%]",
     )  # fmt: skip
     for f in m.factors:
         table.add_row(
             f.label,
-            fmt_x(f.factor),
-            fmt_ci(f.factor_interval, 2),
-            fmt_pct(f.share),
-            fmt_ci(_pct(f.share_interval), 0),
+            with_ci(fmt_x(f.factor), f.factor_interval, 2),
+            with_ci(fmt_pct(f.share), _pct(f.share_interval), 0),
         )
-    table.add_row("speculation's gain (every mechanism removed)", fmt_x(m.gain), "", "", "")
+    table.add_row("every mechanism removed (speculation's own yield)", fmt_x(m.gain), "")
     table.add_row(
-        "not explained (measured ÷ simulated)",
-        fmt_x(m.residual),
-        fmt_ci(m.residual_interval, 2),
-        "",
+        "not explained (measured ÷ replayed)",
+        with_ci(fmt_x(m.residual), m.residual_interval, 2),
         "",
     )
     notes = [Text(f"  {n}", style="yellow") for n in m.inseparable]
@@ -94,18 +94,15 @@ def _remedies(lv: LevelExplanation, baseline: tuple[float, float]) -> Renderable
             caption="predicted: the measured figure × the simulated ratio after ÷ before, on the "
             "same requests; ✓: P99 ITL/token and P99 TTFT back within the budget",
         ),
-        "#", "change", "P99 ITL/token (ms)", "95%", "TTFT P99 (ms)", "95%", "tok/s ÷ base",
-        "fixes",
+        "#", "change", "P99 ITL/token ms [95%]", "P99 TTFT ms [95%]", "tok/s ÷ base", "fixes",
         left=2,
     )  # fmt: skip
     for i, r in enumerate(lv.remedies, start=1):
         table.add_row(
             str(i),
             r.title,
-            fmt_ms(r.itl_per_token_p99_ms),
-            fmt_ci(r.itl_per_token_p99_interval, 1),
-            fmt_ms(r.ttft_p99_ms, 0),
-            fmt_ci(r.ttft_p99_interval, 0),
+            with_ci(fmt_ms(r.itl_per_token_p99_ms), r.itl_per_token_p99_interval, 1),
+            with_ci(fmt_ms(r.ttft_p99_ms, 0), r.ttft_p99_interval, 0),
             fmt_x(r.throughput_ratio),
             "✓" if r.fixes_tail else DASH,
         )
@@ -123,6 +120,7 @@ def _timeline(t: Timeline) -> Text:
 
 def _level(lv: LevelExplanation) -> RenderableType:
     parts: list[RenderableType] = [Text(level_heading(lv), style="bold"), _figures(lv)]
+    parts += [Text(f"Why: {m.why}") for m in lv.metrics if m.ratio > 1]
     parts += [_factors(m) for m in lv.metrics]
     by = {m.metric: m.baseline_ms for m in lv.metrics}
     parts.append(_remedies(lv, (by["itl_per_token_p99_ms"], by["ttft_p99_ms"])))

@@ -56,7 +56,7 @@ def _factors_table(m: MetricExplanation) -> Table:
         )
         for f in m.factors
     ]
-    rows.append(cells("speculation's gain (every mechanism removed)", fmt_x(m.gain), ""))
+    rows.append(cells("every mechanism removed (speculation's own yield)", fmt_x(m.gain), ""))
     return Table(
         title=f"{m.label} ×{m.ratio:.2f}: candidate ÷ baseline = gain × factors",
         header=("mechanism", "factor [95%]", "share of the rise"),
@@ -95,6 +95,7 @@ def _remedies_table(lv: LevelExplanation) -> Table:
 
 def _level(lv: LevelExplanation) -> list[Block]:
     out: list[Block] = [Heading(level_heading(lv)), _figures_table(lv)]
+    out += [Prose(m.why) for m in lv.metrics if m.ratio > 1]
     out += [_factors_table(m) for m in lv.metrics if m.ratio > 1]
     out.append(_remedies_table(lv))
     if lv.remedies and lv.remedies[0].flags:
