@@ -138,3 +138,35 @@ def test_bad_flags_are_refused(cli: Cli, ab: Path, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--metrics" in r.output
     r = cli.run("explain", str(ab), *FLAGS, "--out", str(ab))
     assert r.exit_code == 2 and re.search(r"--out", r.output)
+
+
+def test_saved_scrapes_give_the_acceptance_when_the_run_has_none(cli: Cli, tmp_path: Path) -> None:
+    """No per-request counts, no counters in the summary: α by position comes from the saved
+    /metrics scrapes (before and after), not from the chunks."""
+    from tests.mock_servers import exposition
+
+    folder = _copy_bare(tmp_path)
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text(exposition(0, 0, 0, [0, 0, 0, 0]))
+    # 1,000 steps: position 1 accepted 400 times, then 380, 361, 343 (α 0.4, 0.95, 0.95, 0.95)
+    after.write_text(exposition(1000, 4000, 1484, [400, 380, 361, 343]))
+    d = cli.json("explain", str(folder), *FLAGS, "--metrics", str(before), "--metrics", str(after))
+    (lv,) = d["levels"]
+    assert lv["alpha_source"] == "the saved /metrics scrapes"
+    assert lv["classes"]["default"] == pytest.approx([400 / 1000, 380 / 400, 361 / 380, 343 / 361])
+    bare = cli.json("explain", str(folder), *FLAGS)
+    assert bare["levels"][0]["alpha_source"] == "the sizes of the streamed chunks"
+
+
+def _copy_bare(tmp: Path) -> Path:
+    """A simulated A/B whose candidate reported no acceptance of any kind."""
+    result, records = simulated_ab(
+        Side(0, DEP), Side(4, DEP, (0.4, 0.95, 0.95, 0.95)), Traffic(8, 40, (30, 60), 48, warmup=8)
+    )
+    levels = [lv.model_copy(update={"request_acceptance": None}) for lv in result.levels]
+    result = result.model_copy(update={"levels": levels, "records_file": "requests.jsonl"})
+    (tmp / "summary.json").write_text(json.dumps(result.payload()))
+    (tmp / "requests.jsonl").write_text(
+        "".join(r.model_copy(update={"spec": None}).model_dump_json() + "\n" for r in records)
+    )
+    return tmp / "summary.json"

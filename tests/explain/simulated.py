@@ -66,7 +66,7 @@ class Traffic:
 
 
 def _records(
-    trace: RunTrace, reqs: RequestSet, target: str, traffic: Traffic, k: int
+    trace: RunTrace, reqs: RequestSet, target: str, traffic: Traffic, k: int, counts: bool
 ) -> list[RequestRecord]:
     order = np.argsort(trace.chunk_request, kind="stable")
     names = list(traffic.classes) or [None]
@@ -78,7 +78,7 @@ def _records(
         times = [first, *(float(trace.step_end_s[s]) - sent for s in trace.chunk_step[sel])]
         tokens = [1, *(int(t) for t in trace.chunk_tokens[sel])]
         spec = None
-        if k > 0:
+        if k > 0 and counts:
             accepted = np.minimum(np.asarray(tokens[1:]) - 1, k)
             hist = acceptance_histogram(accepted, k)
             spec = RequestSpecDecode(
@@ -106,9 +106,10 @@ def _classes(side: Side, traffic: Traffic) -> tuple[TrafficClass, ...]:
 
 
 def simulated_ab(
-    base: Side, cand: Side, traffic: Traffic
+    base: Side, cand: Side, traffic: Traffic, *, counts: bool = True
 ) -> tuple[BenchResult, list[RequestRecord]]:
-    """Both sides' requests through the simulator; the A/B as bench writes it."""
+    """Both sides' requests through the simulator; the A/B as bench writes it (``counts``: with
+    the candidate's per-request spec-decode counts, as vLLM's replies carry them)."""
     reqs = traffic.requests()
     records, levels = [], []
     for target, side in (("baseline", base), ("candidate", cand)):
@@ -124,7 +125,7 @@ def simulated_ab(
                       unconditional=table, max_num_seqs=side.cap)  # fmt: skip
         trace = run_engine(side.cost(), sc, np.random.default_rng([traffic.seed, k]),
                            record_chunks=True)  # fmt: skip
-        recs = _records(trace, reqs, target, traffic, k)
+        recs = _records(trace, reqs, target, traffic, k, counts)
         records += recs
         levels.append(
             summarize_level(

@@ -16,6 +16,7 @@ how :mod:`alphagate.explain.attribution` removes rejection streaks.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,21 +46,8 @@ class DecodePriced(StepCostModel):
     """A step-time model that prices every step as a decode step of the same batch and prefill:
     the verify pass over K + 1 tokens per sequence and the drafting cost nothing more."""
 
-    def step_seconds(
-        self,
-        *,
-        k: float,
-        n_decode: float,
-        ctx_decode: float,
-        prefill_tokens: float = 0.0,
-        prefill_ctx: float = 0.0,
-        prefill_pairs: float = 0.0,
-        n_running: float | None = None,
-    ) -> float:
-        return super().step_seconds(
-            k=0, n_decode=n_decode, ctx_decode=ctx_decode, prefill_tokens=prefill_tokens,
-            prefill_ctx=prefill_ctx, prefill_pairs=prefill_pairs, n_running=n_running,
-        )  # fmt: skip
+    def step_seconds(self, *, k: float, **step: Any) -> float:
+        return super().step_seconds(k=0, **step)
 
 
 def decode_priced(cost: StepCostModel) -> DecodePriced:
