@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alphagate.cli._app import JsonOpt, app, console, json_dumps, print_json
+from alphagate.cli._app import JsonOpt, app, console, json_dumps, print_json, status
 from alphagate.cli._check import DEPLOYMENT_FLAGS, bounded, config_error, fail
 from alphagate.cli._files import atomic_write_text
 from alphagate.cli._groups import takes_groups
@@ -91,19 +91,16 @@ def explain_cmd(
     result, records = _bench(summary)
     scraped = _scraped(metrics) if metrics else None
     dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
+    cfg = ExplainConfig(
+        bootstrap=bootstrap, seed=seed, levels=tuple(level) if level else None,
+        p99_budget=p99_budget,
+    )  # fmt: skip
     try:
-        explained = explain_bench(
-            result,
-            records,
-            resolve_deployment(dep),
-            source=str(summary),
-            config=ExplainConfig(
-                bootstrap=bootstrap, seed=seed, levels=tuple(level) if level else None,
-                p99_budget=p99_budget,
-            ),
-            calibration=profile.summary() if profile is not None else None,
-            metrics=scraped,
-        )  # fmt: skip
+        with status("replaying the requests, mechanism by mechanism…", as_json):
+            explained = explain_bench(
+                result, records, resolve_deployment(dep), source=str(summary), config=cfg,
+                calibration=profile.summary() if profile is not None else None, metrics=scraped,
+            )  # fmt: skip
     except ConfigError as exc:
         config_error(exc, "--level" if exc.field == "level" else DEPLOYMENT_FLAGS)
     if out is not None:

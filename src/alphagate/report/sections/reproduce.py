@@ -48,11 +48,12 @@ def _rebuilt(inp: ReportInputs) -> list[Block]:
         if gaps:
             out.append(Prose("Not recorded in the files, so left at their defaults above:", "note"))
             out.append(Bullets(tuple(gaps)))
-    other = [i.source for i in inp.inputs if isinstance(i, MeasureInput | GateInput | FieldsInput)]
+    kinds = MeasureInput | GateInput | ExplainInput | FieldsInput
+    other = [i.source for i in inp.inputs if isinstance(i, kinds)]
     if other:
         out.append(
             Prose(
-                "Re-run the measure, gate or calibrate command that wrote "
+                "Re-run the measure, gate, explain or calibrate command that wrote "
                 + ", ".join(other)
                 + ".",
                 "note",
