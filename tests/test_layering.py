@@ -74,6 +74,7 @@ RANK = {
     "report": 7,
     "testing": 7,
     "cli": 8,
+    "api": 8,
 }
 
 
@@ -155,7 +156,8 @@ def test_every_import_form_is_seen(tmp_path: Path) -> None:
     probe = ROOT / "bench" / "_layering_probe.py"
     forms = {
         "from alphagate import plan": "plan",
-        "from alphagate import build_plan": "plan",
+        "from alphagate import evaluate": "gate",
+        "from alphagate import build_plan": "api",
         "from ..gate import rules": "gate",
         "from ..report.page import x": "report",
         "import alphagate.cli.gate": "cli",

@@ -45,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     # plans
     "PlanRequest": "alphagate.plan.records",
     "Plan": "alphagate.plan.records",
-    "build_plan": "alphagate.plan.build",
+    "build_plan": "alphagate.api",
     # benchmarks and results
     "BenchConfig": "alphagate.bench.config",
     "Level": "alphagate.bench.config",

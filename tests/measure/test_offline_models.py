@@ -16,6 +16,7 @@ from alphagate.measure.offline.proposers import DrafterSpec, DraftModelProposer 
 from alphagate.measure.offline.replay import load_models  # noqa: E402
 from alphagate.measure.offline.run import measure_offline  # noqa: E402
 from alphagate.measure.results import MeasureError  # noqa: E402
+from alphagate.report.reasons import offline_notes  # noqa: E402
 from tests.measure.offline_fixtures import Tiny, build, greedy_log, reference_counts  # noqa: E402
 
 # a random target falls into loops: some periodic, some one token repeated (which the heads of
@@ -154,7 +155,7 @@ def test_regenerate_and_truncation(tiny: Tiny, log: Path) -> None:
     # every request either fits after cutting its output, or is left out and counted
     assert cut.offline.truncated == cut.offline.requests_used > 0
     assert cut.offline.requests_used + sum(s.count for s in too_long) == len(PROMPTS)
-    assert any("cut to fit" in n for n in cut.notes)
+    assert any("cut to fit" in n for n in offline_notes(cut.offline))
 
 
 def test_a_drafter_that_does_not_fit_is_refused(tiny: Tiny, tmp_path: Path) -> None:
@@ -196,7 +197,10 @@ def test_a_checkpoint_cut_mid_line_resumes_from_its_whole_lines(
     ck.write_text(cut)
     resumed = measure_offline(_cfg(tiny, log, "ngram", checkpoint=ck))
     assert resumed.overall == full.overall
-    assert any("cut-off line" in n and "2 whole request lines" in n for n in resumed.notes)
+    assert resumed.offline is not None
+    assert any(
+        "cut-off line" in n and "2 whole request lines" in n for n in offline_notes(resumed.offline)
+    )
     (aside,) = tmp_path.glob("ck.jsonl.partial-*")
     assert aside.read_text() == lines[3][:40]
     assert [json.loads(x)["key"] for x in ck.read_text().splitlines()[1:]] == [
@@ -207,7 +211,10 @@ def test_a_checkpoint_cut_mid_line_resumes_from_its_whole_lines(
     ck.write_text("\n".join(bad) + "\n")
     again = measure_offline(_cfg(tiny, log, "ngram", checkpoint=ck))
     assert again.overall == full.overall
-    assert any("3 lines are not scored requests (lines 3, 4, 5)" in n for n in again.notes)
+    assert again.offline is not None
+    assert any(
+        "3 lines are not scored requests (lines 3, 4, 5)" in n for n in offline_notes(again.offline)
+    )
 
 
 @pytest.mark.parametrize(

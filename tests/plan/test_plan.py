@@ -266,6 +266,34 @@ def test_markdown_numbers_match_the_json(tmp_path: Path) -> None:
         assert f"### Stage {stage} —" in md
 
 
+def test_the_sentences_are_the_reasons_in_words(tmp_path: Path) -> None:
+    """The plan JSON carries why as records (``reasons``) beside the sentences the tools print,
+    and the sentences are those records in words; a plan file written before the records loads
+    (``gate --plan``) and keeps the sentences it has."""
+    from alphagate.gate.rules import load_plan
+    from alphagate.plan.records import Plan
+    from alphagate.report.reasons import worded
+
+    plans = [
+        _plan(*MIX, "--concurrency", "1"),  # NO-GO for the tail
+        _plan(*MIX, "--concurrency", "1", "--p99-budget", "1.2"),  # GO within the budget
+        _plan(*MIX, "--concurrency", "256"),  # GO for some classes only
+        _plan("--class", "chat:1.0", "--concurrency", "256", "--output-len", "fixed:256"),
+    ]
+    kinds = []
+    for d in plans:
+        p = Plan.model_validate(d)
+        assert p.reasons is not None
+        kinds.append(p.reasons.verdict.kind)
+        bare = p.model_copy(update={"reason": "", "change_verdict": [], "qualifiers": []})
+        assert worded(bare).payload() == d
+    assert kinds == ["tail_past_budget", "shipped", "shipped_for_some", "range_holds_one"]
+    old = tmp_path / "plan.json"
+    old.write_text(json.dumps({k: v for k, v in plans[0].items() if k != "reasons"}))
+    loaded = load_plan(old)
+    assert loaded.reasons is None and worded(loaded).reason == plans[0]["reason"]
+
+
 # ---------------------------------------------------------------- engine configuration
 def test_vllm_config_uses_only_speculative_config_fields(tmp_path: Path) -> None:
     out = tmp_path / "plan.md"

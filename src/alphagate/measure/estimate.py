@@ -32,6 +32,7 @@ them is misconfigured, and an estimate from them could pass a gate it should not
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import Field
@@ -178,48 +179,22 @@ def estimate(
     _check(drafts, draft_tokens, accepted, counts if per_pos else [])
     rho = accepted / draft_tokens if draft_tokens > 0 else None
     tau = 1.0 + accepted / drafts if drafts > 0 else None
-    hist: list[float] = []
-    tau_ci = rho_ci = alpha_ci = None
-    basis, deff = "independent steps", 1.0
     full = k is not None and k > 0 and draft_tokens >= k * drafts * (1 - 1e-6) - 0.5
+    spread = _NO_SPREAD
     if drafts > 0 and k and tau is not None and rho is not None:
-        if per_pos:
-            c = np.asarray([drafts, *counts, 0.0])
-            h = np.maximum(c[:-1] - c[1:], 0.0)  # steps accepting exactly j drafts
-            hist = [float(x) for x in h]
-            j = np.arange(h.size)
-            mean = float((j * h).sum() / drafts)
-            var = float(((j - mean) ** 2 * h).sum() / max(drafts - 1.0, 1.0))
-        else:  # no per-position counters: the largest variance a count in 0..K can have
-            var = k * k / 4.0
-        se_tau = math.sqrt(var / drafts)
-        per_draft = draft_tokens / drafts  # K, or fewer when drafts are short
-        se_rho = se_tau / per_draft
-        used = [b for b in batches or [] if b[0] > 0 and b[1] > 0]
-        if len(used) >= MIN_BATCHES:
-            # Student's t with n − 1 degrees of freedom for a few batches, as a z-scaled error
-            from scipy.stats import t as student_t  # ~0.3 s to import: only when batches exist
-
-            t = float(student_t.ppf(0.975, len(used) - 1)) / Z_95
-            cl_tau = t * _cluster_se(used, tau - 1.0, 0)
-            cl_rho = t * _cluster_se(used, rho, 1)
-            deff = max(1.0, (cl_rho / se_rho) ** 2) if se_rho > 0 else 1.0
-            se_tau, se_rho = max(se_tau, cl_tau), max(se_rho, cl_rho)
-            basis = f"{len(used)} {batch_unit} (cluster-robust)"
-        tau_ci = Interval(
-            low=max(1.0, tau - Z_95 * se_tau), high=max(1.0, min(1.0 + k, tau + Z_95 * se_tau))
+        spread = _spread(
+            _Totals(drafts, draft_tokens, tau, rho, k),
+            counts if per_pos else None,
+            full=full,
+            batches=[b for b in batches or [] if b[0] > 0 and b[1] > 0],
+            batch_unit=batch_unit,
         )
-        rho_ci = Interval(
-            low=min(1.0, max(0.0, rho - Z_95 * se_rho)),
-            high=max(0.0, min(1.0, rho + Z_95 * se_rho)),
-        )
-        if full:
-            lo, hi = _alpha(rho_ci.low, k), _alpha(rho_ci.high, k)
-            alpha_ci = Interval(low=lo, high=hi) if lo is not None and hi is not None else None
     if not per_pos:
         counts = []
     prev = [drafts, *counts[:-1]] if counts else []
+    deff = spread.design_effect
     by_pos_ci = [wilson(x / deff, p / deff) for x, p in zip(counts, prev, strict=True)]
+    alpha_ci = spread.alpha_ci
     if full or not counts:
         alpha = _alpha(rho, k) if rho is not None and k else None
     else:  # short drafts: ρ mixes proposal lengths; the first position's acceptance is α's estimate
@@ -232,18 +207,96 @@ def estimate(
         k=k,
         accepted_per_pos=counts,
         draft_acceptance_rate=rho,
-        draft_acceptance_rate_ci=rho_ci,
+        draft_acceptance_rate_ci=spread.rho_ci,
         mean_acceptance_length=tau,
-        mean_acceptance_length_ci=tau_ci,
+        mean_acceptance_length_ci=spread.tau_ci,
         alpha_iid=alpha,
         alpha_iid_ci=alpha_ci,
         per_position_acceptance=[x / drafts for x in counts] if drafts > 0 else [],
         alpha_by_pos=[x / p if p > 0 else None for x, p in zip(counts, prev, strict=True)],
         alpha_by_pos_ci=by_pos_ci,
-        acceptance_histogram=hist,
-        interval_basis=basis,
-        design_effect=deff if basis != "independent steps" else None,
+        acceptance_histogram=spread.histogram,
+        interval_basis=spread.basis,
+        design_effect=deff if spread.basis != _INDEPENDENT else None,
     )
+
+
+_INDEPENDENT = "independent steps"
+
+
+class _Totals(NamedTuple):
+    """A window's drafts and draft tokens, and the τ and ρ they give at K (drafts > 0)."""
+
+    drafts: float
+    draft_tokens: float
+    tau: float
+    rho: float
+    k: int
+
+
+class _Spread(NamedTuple):
+    """The 95% intervals of τ, ρ and α, the acceptance histogram behind them, what they assume
+    (``basis``), and the cluster-robust ÷ independent-steps variance of ρ."""
+
+    histogram: list[float]
+    tau_ci: Interval | None
+    rho_ci: Interval | None
+    alpha_ci: Interval | None
+    basis: str
+    design_effect: float
+
+
+_NO_SPREAD = _Spread([], None, None, None, _INDEPENDENT, 1.0)
+
+
+def _spread(
+    w: _Totals, counts: list[float] | None, *, full: bool, batches: list[Batch], batch_unit: str
+) -> _Spread:
+    """The intervals of a window with drafts: from the acceptance histogram's variance over
+    independent steps (``counts``: per-position counts, None without them), widened to the
+    cluster-robust error when there are :data:`MIN_BATCHES` ``batches`` or more."""
+    hist, var = _histogram_variance(w.drafts, counts, w.k)
+    se_tau = math.sqrt(var / w.drafts)
+    se_rho = se_tau / (w.draft_tokens / w.drafts)  # ÷ K, or fewer when drafts are short
+    basis, deff = _INDEPENDENT, 1.0
+    if len(batches) >= MIN_BATCHES:
+        # Student's t with n − 1 degrees of freedom for a few batches, as a z-scaled error
+        from scipy.stats import t as student_t  # ~0.3 s to import: only when batches exist
+
+        t = float(student_t.ppf(0.975, len(batches) - 1)) / Z_95
+        cl_tau = t * _cluster_se(batches, w.tau - 1.0, 0)
+        cl_rho = t * _cluster_se(batches, w.rho, 1)
+        deff = max(1.0, (cl_rho / se_rho) ** 2) if se_rho > 0 else 1.0
+        se_tau, se_rho = max(se_tau, cl_tau), max(se_rho, cl_rho)
+        basis = f"{len(batches)} {batch_unit} (cluster-robust)"
+    tau_ci = Interval(
+        low=max(1.0, w.tau - Z_95 * se_tau),
+        high=max(1.0, min(1.0 + w.k, w.tau + Z_95 * se_tau)),
+    )
+    rho_ci = Interval(
+        low=min(1.0, max(0.0, w.rho - Z_95 * se_rho)),
+        high=max(0.0, min(1.0, w.rho + Z_95 * se_rho)),
+    )
+    alpha_ci = None
+    if full:
+        lo, hi = _alpha(rho_ci.low, w.k), _alpha(rho_ci.high, w.k)
+        alpha_ci = Interval(low=lo, high=hi) if lo is not None and hi is not None else None
+    return _Spread(hist, tau_ci, rho_ci, alpha_ci, basis, deff)
+
+
+def _histogram_variance(
+    drafts: float, counts: list[float] | None, k: int
+) -> tuple[list[float], float]:
+    """Steps that accepted exactly j drafts (j = 0..K), and the variance of that number per
+    step; without per-position counts no histogram, and the largest variance a count in 0..K can
+    have."""
+    if counts is None:
+        return [], k * k / 4.0
+    c = np.asarray([drafts, *counts, 0.0])
+    h = np.maximum(c[:-1] - c[1:], 0.0)  # steps accepting exactly j drafts
+    j = np.arange(h.size)
+    mean = float((j * h).sum() / drafts)
+    return [float(x) for x in h], float(((j - mean) ** 2 * h).sum() / max(drafts - 1.0, 1.0))
 
 
 def estimate_from_requests(

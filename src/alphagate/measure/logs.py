@@ -294,22 +294,69 @@ def measure_logs(
     :class:`MeasureError`: exit 2 for input that is not a log, repeated lines or impossible
     figures; exit 3 for a log with no SpecDecoding line (in the window) yet."""
     read = _read(lines, source)
-    found, cut, sglang = read.found, read.cut, read.sglang
-    k_given = k
-    if not found and sglang:
-        return _sglang(sglang, source, k)
-    if not found:
-        why = f" ({len(cut)} cut-off lines)" if cut else ""
-        if not cut and not read.looks_like_a_log:
-            raise MeasureError(
-                f"{source}: not a vLLM or SGLang log: no 'SpecDecoding metrics' line, and no line "
-                "carries a log level and a time (vLLM writes 'INFO 11-30 13:37:02 [file.py:N] …')"
-            )
-        raise MeasureError(
-            f"{source}: no 'SpecDecoding metrics' lines{why} (nor SGLang accept lengths): is "
-            "speculation on, and are these vLLM logs at INFO level?",
-            exit_code=3,
+    if not read.found and read.sglang:
+        return _sglang(read.sglang, source, k)
+    if not read.found:
+        raise _no_spec_lines(read, source)
+    since, until = _bounds(read.found, since, until, last_s)
+    window, notes = _usable(read, source, since, until)
+    k = _window_k(window, source, k)
+    pids = {x.pid for x in window if x.pid}
+    if len(pids) > 1:
+        notes.append(
+            f"lines from {len(pids)} server processes (pids {', '.join(sorted(pids))}) are summed"
         )
+    total = _LogSum.of(window, k)
+    if total.drafts_high > total.drafts_low:
+        notes.append(
+            f"drafts are not logged: {total.drafts:,.0f} is the likeliest count the printed "
+            f"figures allow ({total.drafts_low:,}–{total.drafts_high:,}); ρ and the token counts "
+            "are exact"
+        )
+    notes.append("per-position counts are the logged rates × drafts (rates printed to 3 decimals)")
+    whens = sorted(x.when for x in window if x.when is not None)
+    try:
+        overall = estimate(
+            total.drafts,
+            total.drafted,
+            total.accepted,
+            total.per_pos,
+            k,
+            batches=[(x.drafts, float(x.drafted), float(x.accepted)) for x in window],
+        )
+    except ValueError as exc:
+        raise MeasureError(f"{source}: inconsistent figures: {exc}") from None
+    return MeasureResult(
+        verb="measure logs",
+        source=f"{source}: {len(window)} SpecDecoding lines"
+        + (f" from {whens[0]:%m-%d %H:%M:%S} to {whens[-1]:%m-%d %H:%M:%S}" if whens else ""),
+        window_s=_span_s(whens),
+        overall=overall,
+        sources=max(1, len(pids)),
+        drafts_range=(float(total.drafts_low), float(total.drafts_high)),
+        notes=notes,
+    )
+
+
+def _no_spec_lines(read: _Read, source: str) -> MeasureError:
+    """Why input without a SpecDecoding line is refused: not a log (exit 2), or none yet (3)."""
+    if not read.cut and not read.looks_like_a_log:
+        return MeasureError(
+            f"{source}: not a vLLM or SGLang log: no 'SpecDecoding metrics' line, and no line "
+            "carries a log level and a time (vLLM writes 'INFO 11-30 13:37:02 [file.py:N] …')"
+        )
+    why = f" ({len(read.cut)} cut-off lines)" if read.cut else ""
+    return MeasureError(
+        f"{source}: no 'SpecDecoding metrics' lines{why} (nor SGLang accept lengths): is "
+        "speculation on, and are these vLLM logs at INFO level?",
+        exit_code=3,
+    )
+
+
+def _bounds(
+    found: list[LogLine], since: datetime | None, until: datetime | None, last_s: float | None
+) -> tuple[datetime | None, datetime | None]:
+    """The window's ends: ``--last`` counts back from the newest line."""
     if last_s is not None:
         newest = max((x.when for x in found if x.when is not None), default=None)
         if newest is not None:
@@ -318,7 +365,15 @@ def measure_logs(
         raise MeasureError(
             f"--since {since:%m-%d %H:%M:%S} is after --until {until:%m-%d %H:%M:%S}"
         )
-    window = [x for x in found if _in_window(x, since, until)]
+    return since, until
+
+
+def _usable(
+    read: _Read, source: str, since: datetime | None, until: datetime | None
+) -> tuple[list[LogLine], list[str]]:
+    """The window's lines whose figures a decoder can print, and notes on what was skipped
+    (refused when every line is impossible)."""
+    window = [x for x in read.found if _in_window(x, since, until)]
     notes = []
     if read.bad_time:
         outside = " (outside any --since/--until/--last window)" if since or until else ""
@@ -339,8 +394,15 @@ def measure_logs(
             f"{len(bad)} lines with impossible figures skipped (accepted above drafted, or "
             f"rates that no draft count gives; lines {where})"
         )
-    if cut:
-        notes.append(f"{len(cut)} cut-off SpecDecoding lines skipped (lines {', '.join(cut[:10])})")
+    if read.cut:
+        notes.append(
+            f"{len(read.cut)} cut-off SpecDecoding lines skipped (lines {', '.join(read.cut[:10])})"
+        )
+    return window, notes
+
+
+def _window_k(window: list[LogLine], source: str, k_given: int | None) -> int:
+    """The one K the window's lines were logged at (refused when they mix, or differ from --k)."""
     ks = {x.k for x in window}
     if len(ks) > 1:
         raise MeasureError(f"{source}: the window mixes K = {sorted(ks)}; narrow it with --since")
@@ -351,51 +413,46 @@ def measure_logs(
         raise MeasureError(
             f"{source}: the lines show K = {k} per-position rates, not --k {k_given}"
         )
-    pids = {x.pid for x in window if x.pid}
-    if len(pids) > 1:
-        notes.append(
-            f"lines from {len(pids)} server processes (pids {', '.join(sorted(pids))}) are summed"
+    return k
+
+
+@dataclass(frozen=True)
+class _LogSum:
+    """A window's counts: drafts (the likeliest, and the range the printed figures allow),
+    drafted and accepted tokens, and accepted tokens per position."""
+
+    drafts: float
+    drafts_low: int
+    drafts_high: int
+    drafted: float
+    accepted: float
+    per_pos: list[float]
+
+    @classmethod
+    def of(cls, window: list[LogLine], k: int) -> _LogSum:
+        ranges = [x.drafts_range() for x in window]
+        per_pos = [sum(x.per_pos_rates[i] * x.drafts for x in window) for i in range(k)]
+        accepted = float(sum(x.accepted for x in window))
+        if sum(per_pos) > 0:  # rounded rates: scaled to the exact accepted count, never growing
+            scale = accepted / sum(per_pos)
+            per_pos = [min(v * scale for v in per_pos[: i + 1]) for i in range(k)]
+        return cls(
+            drafts=sum(x.drafts for x in window),
+            drafts_low=sum(r[0] for r in ranges),
+            drafts_high=sum(r[1] for r in ranges),
+            drafted=float(sum(x.drafted for x in window)),
+            accepted=accepted,
+            per_pos=per_pos,
         )
-    drafts = sum(x.drafts for x in window)
-    ranges = [x.drafts_range() for x in window]
-    lo, hi = sum(r[0] for r in ranges), sum(r[1] for r in ranges)
-    per_pos = [sum(x.per_pos_rates[i] * x.drafts for x in window) for i in range(k)]
-    accepted = float(sum(x.accepted for x in window))
-    if sum(per_pos) > 0:  # rounded rates: scaled to the exact accepted count, never growing
-        scale = accepted / sum(per_pos)
-        per_pos = [min(v * scale for v in per_pos[: i + 1]) for i in range(k)]
-    if hi > lo:
-        notes.append(
-            f"drafts are not logged: {drafts:,.0f} is the likeliest count the printed figures "
-            f"allow ({lo:,}–{hi:,}); ρ and the token counts are exact"
-        )
-    notes.append("per-position counts are the logged rates × drafts (rates printed to 3 decimals)")
-    whens = sorted(x.when for x in window if x.when is not None)
-    span = None
-    if whens:  # each line covers the logging interval before it: add one (the median spacing)
-        gaps = sorted((b - a).total_seconds() for a, b in itertools.pairwise(whens))
-        span = (whens[-1] - whens[0]).total_seconds() + (gaps[len(gaps) // 2] if gaps else 0.0)
-    try:
-        overall = estimate(
-            drafts,
-            float(sum(x.drafted for x in window)),
-            accepted,
-            per_pos,
-            k,
-            batches=[(x.drafts, float(x.drafted), float(x.accepted)) for x in window],
-        )
-    except ValueError as exc:
-        raise MeasureError(f"{source}: inconsistent figures: {exc}") from None
-    return MeasureResult(
-        verb="measure logs",
-        source=f"{source}: {len(window)} SpecDecoding lines"
-        + (f" from {whens[0]:%m-%d %H:%M:%S} to {whens[-1]:%m-%d %H:%M:%S}" if whens else ""),
-        window_s=span,
-        overall=overall,
-        sources=max(1, len(pids)),
-        drafts_range=(float(lo), float(hi)),
-        notes=notes,
-    )
+
+
+def _span_s(whens: list[datetime]) -> float | None:
+    """Seconds the window's lines cover: each line covers the logging interval before it, so the
+    first line's interval (the median spacing) is added to the span between first and last."""
+    if not whens:
+        return None
+    gaps = sorted((b - a).total_seconds() for a, b in itertools.pairwise(whens))
+    return (whens[-1] - whens[0]).total_seconds() + (gaps[len(gaps) // 2] if gaps else 0.0)
 
 
 @dataclass

@@ -7,7 +7,8 @@ The order of the computation is the order a reader decides in:
    speculation off above the concurrency where it stops paying; losing K cut by simulation;
 3. **predictions** at every level for that policy (paired simulations);
 4. **the verdict, the per-class calls and the gate**, all for that policy, over the concurrencies
-   from the target to the peak;
+   from the target to the peak, and why, as records (:mod:`alphagate.plan.reasons`; the sentences
+   are composed from them in :mod:`alphagate.report.reasons`);
 5. the engine configuration, memory, and the runbook (:mod:`alphagate.plan.runbook`).
 """
 
@@ -16,10 +17,10 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
+import alphagate.plan.reasons as why
 from alphagate import theory
-from alphagate.core.fmt import num
 from alphagate.core.records import Interval
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.engine_config import (
@@ -47,25 +48,50 @@ from alphagate.plan.records import (
     Verdict,
     parse_engine_version,
 )
-from alphagate.plan.runbook import CALIBRATION, calibrate_argv, plan_argv, playbook, risks, stages
+from alphagate.plan.runbook import (
+    CALIBRATION,
+    calibrate_argv,
+    plan_argv,
+    playbook,
+    policy_text,
+    risks,
+    stages,
+)
 from alphagate.sim.predict import MIN_GAIN, model_speedup
 from alphagate.sim.uncertainty import CostDesign
 
 __all__ = ["FIXED_RULE", "GATE_MARGIN", "build_plan"]
 
-GATE_MARGIN = 0.05  # safety margin added to the computed break-even α
-FIXED_RULE = 0.55  # the common fixed gate "α ≥ 0.55", which vLLM users state in ρ
-DYNAMIC_K_SINCE = (0, 32)  # first vLLM release with num_speculative_tokens_per_batch_size
+#: Added to the modelled break-even α to make the gate α: about twice the 95% half-width
+#: (± 0.02–0.03) of an α measured over the 2,000 drafts Stage 2 asks for, so that a class does
+#: not clear the gate on measurement noise alone.
+GATE_MARGIN = 0.05
+#: The common fixed gate "α ≥ 0.55" (vLLM users state it in ρ), shown beside the computed one.
+FIXED_RULE = 0.55
+#: The first vLLM release with ``num_speculative_tokens_per_batch_size``: from it on the plan
+#: ships a K per batch size, before it one fixed K.
+DYNAMIC_K_SINCE = (0, 32)
 #: The TPOT speedup a gate asks for is the predicted one divided by this (a margin for the
 #: step-time model's error at the target), and never more than :data:`TPOT_GATE_CAP`: a gate
 #: that asks for the whole predicted gain fails on run-to-run noise.
 TPOT_GATE_SLACK = 1.1
 TPOT_GATE_CAP = 1.05
-#: The shipped K "agrees" with the simulator's best when it reaches this share of its speedup.
+#: The P99 ITL-per-token ratio (candidate ÷ baseline) a gate allows without ``--p99-budget``:
+#: the run-to-run noise an alternated A/B of a few runs resolves, no more.
+P99_NOISE = 1.05
+#: The shipped K "agrees" with the simulator's best when it reaches this share of its speedup:
+#: a K within 2% of the best is within the model's error (:data:`~alphagate.sim.predict.MIN_GAIN`).
 K_AGREEMENT = 0.98
-#: Share of the plan's levels where the shipped K agrees: high at or above the first, medium at
-#: or above the second, low below.
+#: Share of the plan's levels where the shipped K agrees, for the schedule's confidence: high at
+#: or above the first (with the six to eight levels of a plan's table, one level off), medium at
+#: or above the second (half of them), low below.
 CONFIDENCE_HIGH, CONFIDENCE_MEDIUM = 0.8, 0.5
+#: Slack for comparing products of floats: a P99 with the budget's bound, a ratio with 1.
+_FLOAT_SLACK = 1e-9
+#: Without ``--k``, the K at which a class given α per position is summed up as one α, for the
+#: figures that take one α per class (``ClassRow.alpha``, the naive mean α, the throughput quoted
+#: beside a P99 budget); the predictions themselves use every position's α.
+_SUMMARY_K = 3
 
 
 @dataclass(frozen=True)
@@ -96,7 +122,7 @@ def _resolve_classes(req: PlanRequest) -> list[_Cls]:
     for c in req.workload.classes:
         if c.has_alpha:
             kind: AlphaSource = "measured" if c.source.startswith("measured") else "given"
-            a = theory.equivalent_alpha(c.conditional(req.k or 3))
+            a = theory.equivalent_alpha(c.conditional(req.k or _SUMMARY_K))
             out.append(_Cls(c, a, a, kind))
             continue
         p = prior_for(req.deployment.method, c.name)
@@ -149,6 +175,11 @@ def _intervals(
         )
 
     return widen(thr), widen(tpot), p99
+
+
+def _at(rows: list[LoadRow], concurrency: int) -> LoadRow:
+    """The row of one concurrency of the plan's table."""
+    return next(r for r in rows if r.concurrency == concurrency)
 
 
 def _window(policy: _Policy, req: PlanRequest) -> list[int]:
@@ -329,7 +360,7 @@ def _verdict(
 ) -> tuple[Verdict, list[str]]:
     """The verdict and the classes to route away, for the shipped policy (``also_away``: routed
     for their tail, :func:`_p99_check`)."""
-    target = next(r for r in rows if r.concurrency == req.concurrency)
+    target = _at(rows, req.concurrency)
     away = [c.name for c in classes if not c.clears_gate or c.name in also_away]
     if target.k == 0 or target.throughput_speedup < MIN_GAIN or len(away) == len(classes):
         return "no-go", []
@@ -340,101 +371,444 @@ def _verdict(
     return "go", []
 
 
-def _reason(
-    verdict: Verdict,
+class _Evaluation(NamedTuple):
+    """The policy's figures at every level and per class, and the verdict they give before the
+    ranges are read."""
+
+    policy: _Policy
+    rows: list[LoadRow]
+    classes: list[ClassRow]
+    low_gain: float  # the blend's speedup at the target with the α priors at their low ends
+    verdict: Verdict
+    away: list[str]
+
+
+def _evaluate(
+    pred: Predictor,
     req: PlanRequest,
     policy: _Policy,
-    rows: list[LoadRow],
-    classes: list[ClassRow],
-    headline: float,
-    fleet: float,
-    low_gain: float,
-    p99: P99Check | None = None,
-    uncertainty: Uncertainty | None = None,
-) -> str:
-    c, peak = req.concurrency, req.peak
-    by = {r.concurrency: r for r in rows}
-    t = by[c]
-    if verdict == "no-go" and p99 is not None and not p99.ok:
-        bound = (
-            f"{p99.budget:g}× the baseline's" if p99.slo_ms is None else
-            f"{p99.budget:g}× the baseline's and the {p99.slo_ms:g} ms SLO"
-        )  # fmt: skip
-        return (
-            f"at concurrency {c} speculation (K={p99.k}) gains {t.throughput_speedup:.2f}× "
-            f"throughput, but its P99 ITL per token rises {p99.off_ms:.1f} → {p99.on_ms:.1f} ms "
-            f"({p99.ratio:.2f}×), past {bound}, at every K and with any class routed away"
-        )
-    if verdict == "no-go":
-        paying = [r.concurrency for r in rows if r.k > 0]
-        pays = f"; with this traffic it pays up to concurrency {max(paying)}" if paying else ""
-        if t.k == 0:
-            unsure = (
-                f" {uncertainty.decision_interval.text()}, a range that holds 1×"
-                if uncertainty is not None and uncertainty.straddles else ""
-            )  # fmt: skip
-            return (
-                f"no K in 1..{req.k or req.k_max} gains {MIN_GAIN - 1:.0%} at concurrency {c} "
-                f"(the best, K={t.best_k_sim}, gives {t.best_k_sim_speedup:.3f}× throughput"
-                f"{unsure}){pays}"
-            )
-        if t.throughput_speedup < MIN_GAIN:
-            return (
-                f"at concurrency {c} (K={t.k}) the blend gains only {t.throughput_speedup:.2f}× "
-                f"throughput, within the model's {MIN_GAIN - 1:.0%} error{pays}"
-            )
-        worst = min(classes, key=lambda x: x.speedup_target)
-        return (
-            f"at concurrency {c} (K={t.k}) no class clears the gate α {_a(worst.alpha_gate)} "
-            f"(the break-even α at the pessimistic end of the step-time ranges, at least "
-            f"{_a(t.alpha_breakeven)} + {GATE_MARGIN}); {worst.name} at α "
-            f"{worst.alpha_label} gives {worst.speedup_target:.2f}× throughput{pays}"
-        )
-    if verdict == "measure first" and uncertainty is not None and uncertainty.straddles:
-        iv = uncertainty.decision_interval
-        over = "the step-time constants' ranges" + (
-            f" and the α priors of {', '.join(uncertainty.alpha_priors)}"
-            if uncertainty.alpha_priors else ""
-        )  # fmt: skip
-        return (
-            f"at concurrency {c} (K={t.k}) the predicted speedup is {headline:.2f}× "
-            f"{iv.text(suffix='×')}, across 1× over {over}: {uncertainty.settle_text()}"
-        )
-    if verdict == "measure first":
-        return (
-            f"with the prior α the blend gains {t.throughput_speedup:.2f}× throughput at "
-            f"concurrency {c} (K={t.k}), but at the low end of the priors {low_gain:.2f}×: "
-            "measure α before turning it on"
-        )
-    rng = "" if uncertainty is None else f" {uncertainty.decision_interval.text()}"
-    peak_txt = ""
-    if peak != c:
-        p = by[peak]
-        peak_s = (
-            f"{p.throughput_speedup:.2f}×" if uncertainty is None
-            else f"{uncertainty.peak_speedup:.2f}× {uncertainty.peak_interval.text()}"
-        )  # fmt: skip
-        peak_txt = (
-            f"; at the peak {peak} it runs K={p.k} ({peak_s})"
-            if p.k
-            else f"; at the peak {peak} speculation is off (K=0)"
-        )
-    if verdict == "go for some classes only":
-        bad = [x for x in classes if not x.clears_gate]
-        names = ", ".join(
-            f"{x.name} (α {x.alpha_label}, gate {_a(x.alpha_gate)} at concurrency {x.fails_at_concurrency})"
-            for x in bad
-        )
-        return (
-            f"{headline:.2f}×{rng} higher throughput at concurrency {c} (K={t.k}) for the classes "
-            f"that clear the gate ({fleet:.2f}× fleet-wide); route {names} without speculation"
-            f"{peak_txt}"
-        )
-    return f"{headline:.2f}×{rng} higher throughput at concurrency {c} (K={t.k}){peak_txt}"
+    classes: list[_Cls],
+    also_away: frozenset[str] = frozenset(),
+) -> _Evaluation:
+    """Predict ``policy`` at every level and per class, and decide (:func:`_verdict`)."""
+    rows = _rows(pred, policy, classes)
+    class_rows = _class_rows(pred, req, policy, classes)
+    k_t = policy.k_at[req.concurrency]
+    low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
+    verdict, away = _verdict(req, policy, rows, class_rows, low_gain, also_away)
+    return _Evaluation(policy, rows, class_rows, low_gain, verdict, away)
 
 
-def _a(x: float | None) -> str:
-    return num(x)
+def _decide(
+    pred: Predictor, req: PlanRequest, classes: list[_Cls]
+) -> tuple[_Evaluation, _TailWatch]:
+    """The policy and its verdict, after the tail watch at the target has lowered K or routed
+    classes away where that keeps the P99 within the budget (and turned the verdict where
+    nothing does)."""
+    ev = _evaluate(pred, req, _policy(pred, req, _blend(classes)), classes)
+    if ev.verdict == "no-go":
+        return ev, _NO_WATCH
+    tail = _p99_check(pred, req, ev.policy, classes, ev.away)
+    if tail.k_cap is not None or tail.routed:
+        policy = ev.policy
+        if tail.k_cap is not None:
+            policy = _cap_policy(policy, pred, req.concurrency, tail.k_cap)
+        ev = _evaluate(pred, req, policy, classes, frozenset(tail.routed))
+    if tail.check is not None and not tail.check.ok and ev.verdict != "measure first":
+        ev = ev._replace(verdict="no-go", away=[])
+    return ev, tail
+
+
+class _Outcome(NamedTuple):
+    """What is shipped at the target, read against the ranges."""
+
+    verdict: Verdict
+    headline: float  # throughput speedup of the pool left after routing
+    fleet: float  # the same over all traffic, the routed classes at 1×
+    decision: Interval  # the headline's range
+    uncertainty: Uncertainty
+
+
+def _ship(
+    pred: Predictor, req: PlanRequest, classes: list[_Cls], ev: _Evaluation, p99: P99Check | None
+) -> _Outcome:
+    """The headline and fleet speedups of what is shipped, the verdict once their range is read
+    (:func:`_three_way`), and what would narrow that range."""
+    k_t = ev.policy.k_at[req.concurrency]
+    headline, fleet = _routed_speedups(pred, req, k_t, classes, ev.away)
+    if not ev.away:
+        headline = fleet = pred.sim_speedup(req.concurrency, _blend(classes), k_t)
+    decision = _shipped_interval(pred, req, k_t, classes, ev.away)
+    verdict = _three_way(ev.verdict, decision, ev.rows, req, p99)
+    uncertainty = _uncertainty(pred, req, ev.policy, ev.rows, classes, ev.away, decision)
+    return _Outcome(verdict, headline, fleet, decision, uncertainty)
+
+
+def _verdict_reason(
+    req: PlanRequest, ev: _Evaluation, out: _Outcome, p99: P99Check | None
+) -> why.VerdictReason:
+    """Why the verdict, with the figures its sentence quotes."""
+    c = req.concurrency
+    t = _at(ev.rows, c)
+    u = out.uncertainty
+    if out.verdict == "no-go":
+        return _no_go_reason(req, ev, u, p99)
+    if out.verdict == "measure first":
+        if not u.straddles:
+            return why.PriorLowEnd(
+                concurrency=c,
+                k=t.k,
+                throughput_speedup=t.throughput_speedup,
+                low_end_speedup=ev.low_gain,
+            )
+        return why.RangeHoldsOne(
+            concurrency=c,
+            k=t.k,
+            speedup=out.headline,
+            interval=u.decision_interval,
+            alpha_priors=list(u.alpha_priors),
+            settle=u.settle,
+        )
+    peak = None
+    if req.peak != c:
+        p = _at(ev.rows, req.peak)
+        peak = why.PeakRun(
+            concurrency=req.peak, k=p.k, speedup=u.peak_speedup, interval=u.peak_interval
+        )
+    gain = why.Shipped(
+        concurrency=c, k=t.k, speedup=out.headline, interval=u.decision_interval, peak=peak
+    )
+    if out.verdict == "go":
+        return gain
+    routed = [
+        why.RoutedClass(
+            name=x.name,
+            alpha_label=x.alpha_label,
+            gate_alpha=x.alpha_gate,
+            fails_at_concurrency=x.fails_at_concurrency,
+        )
+        for x in ev.classes
+        if not x.clears_gate
+    ]
+    return why.ShippedForSome(
+        **gain.model_dump(exclude={"kind"}), fleet_speedup=out.fleet, routed=routed
+    )
+
+
+def _no_go_reason(
+    req: PlanRequest, ev: _Evaluation, u: Uncertainty, p99: P99Check | None
+) -> why.VerdictReason:
+    """Why NO-GO: the tail, no paying K, a gain within the model's error, or the gate."""
+    c = req.concurrency
+    t = _at(ev.rows, c)
+    if p99 is not None and not p99.ok:
+        return why.TailPastBudget(
+            concurrency=c,
+            k=p99.k,
+            throughput_speedup=t.throughput_speedup,
+            off_ms=p99.off_ms,
+            on_ms=p99.on_ms,
+            ratio=p99.ratio,
+            budget=p99.budget,
+            slo_ms=p99.slo_ms,
+        )
+    pays_up_to = max((r.concurrency for r in ev.rows if r.k > 0), default=None)
+    if t.k == 0:
+        return why.NoKPays(
+            concurrency=c,
+            k_max=req.k or req.k_max,
+            min_gain=MIN_GAIN,
+            best_k=t.best_k_sim,
+            best_speedup=t.best_k_sim_speedup,
+            best_interval=u.decision_interval if u.straddles else None,
+            pays_up_to=pays_up_to,
+        )
+    if t.throughput_speedup < MIN_GAIN:
+        return why.GainWithinError(
+            concurrency=c,
+            k=t.k,
+            throughput_speedup=t.throughput_speedup,
+            min_gain=MIN_GAIN,
+            pays_up_to=pays_up_to,
+        )
+    worst = min(ev.classes, key=lambda x: x.speedup_target)
+    return why.NoClassClearsGate(
+        concurrency=c,
+        k=t.k,
+        gate_alpha=worst.alpha_gate,
+        alpha_breakeven=t.alpha_breakeven,
+        margin=GATE_MARGIN,
+        class_name=worst.name,
+        alpha_label=worst.alpha_label,
+        speedup=worst.speedup_target,
+        pays_up_to=pays_up_to,
+    )
+
+
+def _changes(
+    pred: Predictor, req: PlanRequest, verdict: Verdict, ev: _Evaluation, p99: P99Check | None
+) -> list[why.VerdictChange]:
+    """What would turn a NO-GO or MEASURE FIRST plan: a P99 budget where only the tail stops it
+    (speculation pays there), else the α that would pay; where the policy pays; the priors to
+    measure."""
+    if verdict not in ("no-go", "measure first"):
+        return []
+    c = req.concurrency
+    out: list[why.VerdictChange] = []
+    if p99 is not None and not p99.ok:
+        need = math.ceil(p99.ratio * 100) / 100  # the smallest budget, as --p99-budget takes it
+        speed = _speed(pred, c, ev.classes, p99.k)
+        out.append(why.P99Budget(budget=need, k=p99.k, concurrency=c, throughput_speedup=speed))
+    else:
+        out.append(_alpha_needed(pred, req))
+    paying = [r for r in ev.policy.levels if ev.policy.k_at[r] > 0]
+    if paying:
+        out.append(why.PaysUpTo(concurrency=max(paying), k=ev.policy.k_at[max(paying)]))
+    out += [
+        why.MeasurePrior(class_name=x.name, alpha_low=x.alpha_low, alpha_high=x.alpha_high)
+        for x in ev.classes
+        if x.alpha_source == "prior"
+    ]
+    return out
+
+
+def _alpha_needed(pred: Predictor, req: PlanRequest) -> why.VerdictChange:
+    """The lowest gate α over K in 1..K max at the target, with its ρ (none: no α pays)."""
+    c = req.concurrency
+    needs = [(k, _gate_alpha(pred, k, c)) for k in range(1, (req.k or req.k_max) + 1)]
+    reachable = [(k, a) for k, a in needs if a < 1.0]
+    if not reachable:
+        return why.NoAlphaPays(concurrency=c)
+    k, a = min(reachable, key=lambda x: x[1])
+    rho = float(theory.draft_acceptance_rate(a, k))
+    return why.AlphaNeeded(alpha=a, draft_acceptance_rate=rho, k=k, concurrency=c)
+
+
+def _qualifiers(verdict: Verdict, classes: list[ClassRow], tail: _TailWatch) -> list[why.Qualifier]:
+    """What a GO rests on that is not measured, or that the user allowed."""
+    out: list[why.Qualifier] = []
+    if verdict in ("go", "go for some classes only"):
+        priors = [c.name for c in classes if c.alpha_source == "prior"]
+        if priors:
+            out.append(why.OnPriors(classes=priors))
+    p99 = tail.check
+    if p99 is None:
+        return out
+    if p99.ok and tail.action is not None:
+        out.append(why.TailKept(action=tail.action))
+    if not p99.ok and verdict == "measure first":
+        out.append(
+            why.TailPredicted(ratio=p99.ratio, concurrency=p99.concurrency, budget=p99.budget)
+        )
+    if p99.ok and p99.ratio > 1.0 + _FLOAT_SLACK:
+        out.append(
+            why.TailWithinBudget(ratio=p99.ratio, concurrency=p99.concurrency, budget=p99.budget)
+        )
+    return out
+
+
+class _Tail(NamedTuple):
+    """The P99 ITL per token of a pool without and with speculation, and its throughput gain."""
+
+    off_ms: float
+    on_ms: float
+    gain: float
+
+
+def _tail(pred: Predictor, c: int, pool: tuple[TrafficClass, ...], k: int) -> _Tail:
+    """The tail of a pool at concurrency ``c`` with K = ``k``."""
+    run = pred.paired(c, pool, k)
+    return _Tail(
+        run.baseline.itl_per_token_ms.p99 or 0.0,
+        run.spec.itl_per_token_ms.p99 or 0.0,
+        pred.sim_speedup(c, pool, k),
+    )
+
+
+class _TailWatch(NamedTuple):
+    """The P99 check at the target, what it changed (None: nothing), the K to cap the policy at
+    from the target up (None: unchanged), and the classes routed away for their tail."""
+
+    check: P99Check | None
+    action: why.TailAction | None
+    k_cap: int | None
+    routed: list[str]
+
+
+_NO_WATCH = _TailWatch(None, None, None, [])
+
+
+def _p99_check(
+    pred: Predictor, req: PlanRequest, policy: _Policy, classes: list[_Cls], away: list[str]
+) -> _TailWatch:
+    """The recipe's tail watch at the target: the P99 ITL per token of the shipped pool must not
+    be worse than without speculation (``--p99-budget`` allows a ratio above 1, and
+    ``--slo-p99-itl-ms`` bounds it in ms). When it is, the plan ships what keeps it: the largest
+    paying K below the policy's at the target, else routing the lowest-α classes away, else
+    nothing (the verdict turns)."""
+    c = req.concurrency
+    k = policy.k_at[c]
+    if k == 0 or len(away) == len(classes):
+        return _NO_WATCH
+    budget = req.p99_budget or 1.0
+    slo = req.slo_p99_itl_ms
+
+    def fits(t: _Tail) -> bool:
+        return t.on_ms <= budget * t.off_ms + _FLOAT_SLACK and (slo is None or t.on_ms <= slo)
+
+    def check(t: _Tail, kk: int, ok: bool) -> P99Check:
+        return P99Check(
+            concurrency=c, k=kk, off_ms=t.off_ms, on_ms=t.on_ms,
+            ratio=t.on_ms / t.off_ms if t.off_ms > 0 else 1.0, budget=budget, slo_ms=slo, ok=ok,
+        )  # fmt: skip
+
+    first = _tail(pred, c, _pool(classes, away), k)
+    if fits(first):
+        return _TailWatch(check(first, k, True), None, None, [])
+    lower = [(kk, _tail(pred, c, _pool(classes, away), kk)) for kk in range(k - 1, 0, -1)]
+    good = [(kk, t) for kk, t in lower if t.gain >= MIN_GAIN and fits(t)]
+    if good:
+        kk, t = max(good, key=lambda x: x[1].gain)
+        return _TailWatch(
+            check(t, kk, True), why.KLowered(from_k=k, to_k=kk, concurrency=c), kk, []
+        )
+    kept = sorted((x for x in classes if x.cls.name not in away), key=lambda x: x.cls.alpha or 0)
+    extra: list[str] = []
+    for x in kept[:-1]:
+        extra.append(x.cls.name)
+        for kk in range(k, 0, -1):
+            t = _tail(pred, c, _pool(classes, [*away, *extra]), kk)
+            if t.gain >= MIN_GAIN and fits(t):
+                action = why.RoutedForTail(classes=list(extra))
+                return _TailWatch(check(t, kk, True), action, kk if kk != k else None, extra)
+    return _TailWatch(check(first, k, False), why.TailUnfixable(k=k), None, [])
+
+
+def build_plan(req: PlanRequest) -> Plan:
+    """Compute the plan for ``req`` (raises SpecError / ConfigError on impossible input, and on
+    a calibration profile fitted for another deployment). Its reasons are records
+    (``Plan.reasons``); :func:`alphagate.report.reasons.worded` puts them in words."""
+    if req.calibration is not None:
+        req.calibration.check_deployment(req.deployment)
+    pred = Predictor(req)
+    classes = _resolve_classes(req)
+    ev, tail = _decide(pred, req, classes)
+    out = _ship(pred, req, classes, ev, tail.check)
+    reasons = why.PlanReasons(
+        verdict=_verdict_reason(req, ev, out, tail.check),
+        changes=_changes(pred, req, out.verdict, ev, tail.check),
+        qualifiers=_qualifiers(out.verdict, ev.classes, tail),
+        tail=tail.action,
+    )
+    plan = _plan_record(pred, req, classes, ev, out, tail.check, reasons)
+    plan = plan.model_copy(update={"policy": policy_text(plan)})
+    return plan.model_copy(
+        update={
+            "stages": stages(req, plan),
+            "risks": risks(req, pred, plan),
+            "playbook": playbook(req, pred, plan),
+        }
+    )
+
+
+class _EngineSide(NamedTuple):
+    """The drafter, the engine configuration of the policy, and the two servers' commands."""
+
+    draft: str | None
+    speculative_config: dict[str, object]
+    speculative_config_static: dict[str, object]
+    sglang_flags: list[str]
+    command: EngineCommand
+    serve_baseline: list[str]
+    serve_candidate: list[str]
+
+
+def _engine_side(pred: Predictor, req: PlanRequest, policy: _Policy) -> _EngineSide:
+    drafter = req.deployment.drafter
+    draft = drafter.checkpoint or default_draft(drafter.method, req.deployment.model)
+    k_top = max([1, *policy.schedule, *policy.k_at.values()])
+    schedule = compress_schedule(policy.schedule) if policy.dynamic else []
+    spec_cfg = vllm_speculative_config(
+        drafter, draft, k_top, pred.resolved.tp, schedule or None, pred.resolved.draft_tp
+    )
+    static_cfg = vllm_speculative_config(
+        drafter, draft, policy.fixed_k, pred.resolved.tp, None, pred.resolved.draft_tp
+    )
+    flags = sglang_flags(drafter, draft, policy.fixed_k)
+    cmd = EngineCommand(pred.resolved, req.served_model)
+    baseline, candidate = _serve_commands(
+        req, cmd, spec_cfg if policy.dynamic else static_cfg, flags
+    )
+    return _EngineSide(draft, spec_cfg, static_cfg, flags, cmd, baseline, candidate)
+
+
+def _plan_record(
+    pred: Predictor,
+    req: PlanRequest,
+    classes: list[_Cls],
+    ev: _Evaluation,
+    out: _Outcome,
+    p99: P99Check | None,
+    reasons: why.PlanReasons,
+) -> Plan:
+    """The plan's figures, before the policy is worded and the runbook written."""
+    policy, blend = ev.policy, _blend(classes)
+    k_t = policy.k_at[req.concurrency]
+    naive = sum(c.share * c.alpha for c in ev.classes)
+    engine = _engine_side(pred, req, policy)
+    confidence, agreement = _schedule_confidence(policy, ev.rows)
+    return Plan(
+        verdict=out.verdict,
+        deployment=pred.resolved.describe(),
+        deployment_detail=pred.resolved.summary(),
+        method=req.deployment.drafter.method,
+        draft=engine.draft,
+        engine=req.engine,
+        engine_version=req.engine_version,
+        policy="",
+        fixed_k=policy.fixed_k,
+        concurrency=req.concurrency,
+        peak_concurrency=req.peak,
+        slo_p99_itl_ms=req.slo_p99_itl_ms,
+        classes=ev.classes,
+        routed_away=ev.away,
+        rows=ev.rows,
+        headline_speedup=out.headline,
+        headline_interval=out.decision,
+        uncertainty=out.uncertainty,
+        fleet_speedup=out.fleet,
+        blend_speedup_target=_at(ev.rows, req.concurrency).throughput_speedup,
+        blend_speedup_peak=_at(ev.rows, req.peak).throughput_speedup,
+        blend_speedup_target_closed_form=pred.model_speedup(blend, k_t, req.concurrency),
+        naive_mean_alpha=naive,
+        naive_alpha_speedup_target=pred.model_speedup(
+            (TrafficClass(name="naive", share=1.0, alpha=naive),), k_t, req.concurrency
+        ),
+        blend_crossover_concurrency=pred.crossover(blend, policy.fixed_k),
+        blend_crossover_interval=pred.crossover_interval(blend, policy.fixed_k),
+        crossover_search_max=pred.b_max,
+        memory=_memory(pred),
+        speculative_config=engine.speculative_config,
+        speculative_config_static=engine.speculative_config_static,
+        dynamic_k_supported=policy.dynamic,
+        batch_schedule=compress_schedule(policy.schedule) if policy.dynamic else [],
+        schedule_confidence=confidence,
+        schedule_agreement=agreement,
+        disable_above_concurrency=policy.disable_above,
+        sglang_flags=engine.sglang_flags,
+        serve_baseline=engine.serve_baseline,
+        serve_candidate=[] if out.verdict == "no-go" else engine.serve_candidate,
+        served_model=engine.command.served_name,
+        checkpoint=engine.command.checkpoint,
+        p99=p99,
+        gate=None if out.verdict == "no-go" else _gate(pred, req, policy, ev.rows),
+        stages=[],
+        risks=[],
+        playbook=[],
+        uses_priors=any(c.alpha_source == "prior" for c in ev.classes),
+        calibration=_calibration_notes(req, policy),
+        reasons=reasons,
+    )
 
 
 def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow]) -> Gate | None:
@@ -444,7 +818,7 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
         return None
     c = max(on)
     k = policy.k_at[c]
-    target = next(r for r in rows if r.concurrency == req.concurrency)
+    target = _at(rows, req.concurrency)
     be = _pessimistic_breakeven(pred, k, c)
     be_v = 1.0 if be is None else be
     tpot = target.tpot_speedup or 1.0
@@ -475,52 +849,6 @@ def _gate(pred: Predictor, req: PlanRequest, policy: _Policy, rows: list[LoadRow
         ),
         max_itl_per_token_p99_ms=req.slo_p99_itl_ms,
     )
-
-
-def _change_verdict(
-    pred: Predictor,
-    req: PlanRequest,
-    verdict: Verdict,
-    policy: _Policy,
-    classes: list[ClassRow],
-    p99: P99Check | None = None,
-) -> list[str]:
-    """What would turn a no-go or measure-first plan, with the numbers."""
-    if verdict not in ("no-go", "measure first"):
-        return []
-    c = req.concurrency
-    out = []
-    if p99 is not None and not p99.ok:
-        need = math.ceil(p99.ratio * 100) / 100
-        out.append(
-            f"a P99 budget of {need:g}× the baseline's (--p99-budget {need:g}) would ship K={p99.k} "
-            f"at concurrency {c}, if the tail matters less than the {_speed(pred, c, classes, p99.k):.2f}× "
-            "throughput"
-        )
-    needs = [(k, _gate_alpha(pred, k, c)) for k in range(1, (req.k or req.k_max) + 1)]
-    reachable = [(k, a) for k, a in needs if a < 1.0]
-    if p99 is not None and not p99.ok:
-        pass  # speculation pays here: no α is missing, only the tail
-    elif reachable:
-        k, a = min(reachable, key=lambda x: x[1])
-        out.append(
-            f"a measured α ≥ {a:.2f} per class (ρ ≥ {float(theory.draft_acceptance_rate(a, k)):.3f} "
-            f"at K={k}) would make speculation pay at concurrency {c}"
-        )
-    else:
-        out.append(f"no α makes speculation pay at concurrency {c} on this deployment")
-    paying = [r for r in policy.levels if policy.k_at[r] > 0]
-    if paying:
-        out.append(
-            f"at the α given, speculation pays up to concurrency {max(paying)} "
-            f"(K={policy.k_at[max(paying)]}): a speculative pool run at or below it would gain"
-        )
-    for x in classes:
-        if x.alpha_source == "prior":
-            out.append(
-                f"measure {x.name}'s α (Stage 2): its prior spans {x.alpha_low:.2f}–{x.alpha_high:.2f}"
-            )
-    return out
 
 
 def _speed(pred: Predictor, c: int, classes: list[ClassRow], k: int) -> float:
@@ -568,99 +896,10 @@ def _schedule_confidence(policy: _Policy, rows: list[LoadRow]) -> tuple[str, flo
     return level, share
 
 
-def _policy_text(policy: _Policy, req: PlanRequest, verdict: Verdict) -> str:
-    if all(k == 0 for k in policy.k_at.values()):
-        return "no speculation (K = 0 at every concurrency)"
-    if verdict == "no-go":
-        return f"no speculation at concurrency {req.concurrency}"
-    if policy.dynamic:
-        ranges = compress_schedule(policy.schedule)
-        return "K by batch size: " + ", ".join(
-            f"{k} at {lo}–{hi}" if lo != hi else f"{k} at {lo}" for lo, hi, k in ranges
-        )
-    off = f", off above concurrency {policy.disable_above}" if policy.disable_above else ""
-    return f"K = {policy.fixed_k}{off}"
-
-
-#: the P99 ITL-per-token ratio (candidate ÷ baseline) a gate allows without a budget: the
-#: run-to-run noise an alternated A/B of a few runs resolves, no more
-P99_NOISE = 1.05
-
-
 def _pool(classes: list[_Cls], away: set[str] | list[str]) -> tuple[TrafficClass, ...]:
     keep = [c.cls for c in classes if c.cls.name not in away]
     total = sum(c.share for c in keep)
     return tuple(c.model_copy(update={"share": c.share / total}) for c in keep)
-
-
-def _tail(
-    pred: Predictor, c: int, pool: tuple[TrafficClass, ...], k: int
-) -> tuple[float, float, float]:
-    """(P99 off, P99 on, throughput speedup) of a pool at concurrency ``c`` with K = ``k``."""
-    run = pred.paired(c, pool, k)
-    return (
-        run.baseline.itl_per_token_ms.p99 or 0.0,
-        run.spec.itl_per_token_ms.p99 or 0.0,
-        pred.sim_speedup(c, pool, k),
-    )
-
-
-def _p99_check(
-    pred: Predictor, req: PlanRequest, policy: _Policy, classes: list[_Cls], away: list[str]
-) -> tuple[P99Check | None, int | None, list[str]]:
-    """The recipe's tail watch at the target: the P99 ITL per token of the shipped pool must not
-    be worse than without speculation (``--p99-budget`` allows a ratio above 1, and
-    ``--slo-p99-itl-ms`` bounds it in ms). When it is, the plan ships what keeps it: the largest
-    paying K below the policy's at the target, else routing the lowest-α classes away, else
-    nothing (the verdict turns). Returns the check, the K to cap the policy at from the target up
-    (None: unchanged), and the classes to route away for their tail."""
-    c = req.concurrency
-    k = policy.k_at[c]
-    if k == 0 or len(away) == len(classes):
-        return None, None, []
-    budget = req.p99_budget or 1.0
-    slo = req.slo_p99_itl_ms
-
-    def ok(off: float, on: float, gain: float) -> bool:
-        return gain >= MIN_GAIN and on <= budget * off + 1e-9 and (slo is None or on <= slo)
-
-    def check(off: float, on: float, kk: int, fine: bool, action: str) -> P99Check:
-        return P99Check(
-            concurrency=c, k=kk, off_ms=off, on_ms=on, ratio=on / off if off > 0 else 1.0,
-            budget=budget, slo_ms=slo, ok=fine, action=action,
-        )  # fmt: skip
-
-    off, on, _ = _tail(pred, c, _pool(classes, away), k)
-    if on <= budget * off + 1e-9 and (slo is None or on <= slo):
-        return check(off, on, k, True, ""), None, []
-    first = (off, on)
-    tries = [(kk, *_tail(pred, c, _pool(classes, away), kk)) for kk in range(k - 1, 0, -1)]
-    good = [t for t in tries if ok(*t[1:])]
-    if good:
-        kk, o, n, _ = max(good, key=lambda t: t[3])
-        return (
-            check(o, n, kk, True, f"K lowered from {k} to {kk} at concurrency {c} and above"),
-            kk,
-            [],
-        )
-    kept = sorted((x for x in classes if x.cls.name not in away), key=lambda x: x.cls.alpha or 0)
-    extra: list[str] = []
-    for x in kept[:-1]:
-        extra.append(x.cls.name)
-        for kk in range(k, 0, -1):
-            o, n, g = _tail(pred, c, _pool(classes, [*away, *extra]), kk)
-            if ok(o, n, g):
-                names = ", ".join(extra)
-                return (
-                    check(o, n, kk, True, f"{names} routed without speculation for the tail"),
-                    kk if kk != k else None,
-                    extra,
-                )
-    return (
-        check(*first, k, False, f"no K in 1..{k} and no routing keeps it within the budget"),
-        None,
-        [],
-    )
 
 
 def _cap_policy(policy: _Policy, pred: Predictor, c: int, k_cap: int) -> _Policy:
@@ -673,30 +912,6 @@ def _cap_policy(policy: _Policy, pred: Predictor, c: int, k_cap: int) -> _Policy
     return _Policy(
         policy.levels, k_at, fixed, policy.dynamic, schedule, policy.cut_at, policy.disable_above
     )
-
-
-def _qualifiers(
-    req: PlanRequest, verdict: Verdict, classes: list[ClassRow], p99: P99Check | None
-) -> list[str]:
-    """What a GO rests on that is not measured, or that the user allowed."""
-    out = []
-    if verdict in ("go", "go for some classes only"):
-        priors = [c.name for c in classes if c.alpha_source == "prior"]
-        if priors:
-            out.append(f"on prior α for {', '.join(priors)}: Stage 2 measures it before the gate")
-    if p99 is not None and p99.ok and p99.action:
-        out.append(p99.action + " to keep the P99 ITL per token")
-    if p99 is not None and not p99.ok and verdict == "measure first":
-        out.append(
-            f"P99 ITL per token predicted {p99.ratio:.2f}× the baseline's at concurrency "
-            f"{p99.concurrency} at these α: the gate will hold it to {p99.budget:g}×"
-        )
-    if p99 is not None and p99.ok and p99.ratio > 1.0 + 1e-9:
-        out.append(
-            f"P99 ITL per token {p99.ratio:.2f}× the baseline's at concurrency {p99.concurrency}, "
-            f"within --p99-budget {p99.budget:g}"
-        )
-    return out
 
 
 def _three_way(
@@ -712,7 +927,7 @@ def _three_way(
     tail stays."""
     if verdict in ("go", "go for some classes only") and decision.low is not None:
         return "measure first" if decision.low < 1.0 else verdict
-    t = next(r for r in rows if r.concurrency == req.concurrency)
+    t = _at(rows, req.concurrency)
     iv = t.throughput_speedup_interval
     if (
         verdict == "no-go" and t.k > 0 and (p99 is None or p99.ok)
@@ -756,7 +971,7 @@ def _uncertainty(
     peak_value = pred.sim_speedup(req.peak, pool, k_peak)
     at = c if straddles else req.peak
     k = policy.k_at[at]
-    t = next(r for r in rows if r.concurrency == c)
+    t = _at(rows, c)
     if (k == 0 and at == c) or (t.k == 0 and t.best_k_sim_speedup > 1.0):
         # speculation is off at the target: is the best K's gain clear of 1× (K = 0 there)?
         best = pred.sim_intervals(c, pool, t.best_k_sim)[0]
@@ -802,122 +1017,6 @@ def _uncertainty(
         settle_by=settle,
         settle_commands=commands,
         settled_interval=settled,
-    )
-
-
-def build_plan(req: PlanRequest) -> Plan:
-    """Compute the plan for ``req`` (raises SpecError / ConfigError on impossible input, and on
-    a calibration profile fitted for another deployment)."""
-    if req.calibration is not None:
-        req.calibration.check_deployment(req.deployment)
-    pred = Predictor(req)
-    classes = _resolve_classes(req)
-    blend = _blend(classes)
-    policy = _policy(pred, req, blend)
-    rows = _rows(pred, policy, classes)
-    class_rows = _class_rows(pred, req, policy, classes)
-    k_t = policy.k_at[req.concurrency]
-    low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
-    verdict, away = _verdict(req, policy, rows, class_rows, low_gain)
-    p99: P99Check | None = None
-    if verdict != "no-go":
-        p99, k_cap, tail_away = _p99_check(pred, req, policy, classes, away)
-        if k_cap is not None:
-            policy = _cap_policy(policy, pred, req.concurrency, k_cap)
-        if k_cap is not None or tail_away:
-            rows = _rows(pred, policy, classes)
-            class_rows = _class_rows(pred, req, policy, classes)
-            k_t = policy.k_at[req.concurrency]
-            low_gain = pred.sim_speedup(req.concurrency, _blend(classes, low=True), k_t)
-            verdict, away = _verdict(req, policy, rows, class_rows, low_gain, frozenset(tail_away))
-        if p99 is not None and not p99.ok and verdict != "measure first":
-            verdict, away = "no-go", []
-    headline, fleet = _routed_speedups(pred, req, k_t, classes, away)
-    if not away:
-        headline = fleet = pred.sim_speedup(req.concurrency, blend, k_t)
-    decision = _shipped_interval(pred, req, k_t, classes, away)
-    verdict = _three_way(verdict, decision, rows, req, p99)
-    uncertainty = _uncertainty(pred, req, policy, rows, classes, away, decision)
-    naive = sum(c.share * c.alpha for c in class_rows)
-    by = {r.concurrency: r for r in rows}
-    drafter = req.deployment.drafter
-    draft = drafter.checkpoint or default_draft(drafter.method, req.deployment.model)
-    k_top = max([1, *policy.schedule, *policy.k_at.values()])
-    schedule = compress_schedule(policy.schedule) if policy.dynamic else []
-    confidence, agreement = _schedule_confidence(policy, rows)
-    spec_cfg = vllm_speculative_config(
-        drafter, draft, k_top, pred.resolved.tp, schedule or None, pred.resolved.draft_tp
-    )
-    static_cfg = vllm_speculative_config(
-        drafter, draft, policy.fixed_k, pred.resolved.tp, None, pred.resolved.draft_tp
-    )
-    flags = sglang_flags(drafter, draft, policy.fixed_k)
-    engine_cmd = EngineCommand(pred.resolved, req.served_model)
-    serve_baseline, serve_candidate = _serve_commands(
-        req, engine_cmd, spec_cfg if policy.dynamic else static_cfg, flags
-    )
-    plan = Plan(
-        verdict=verdict,
-        qualifiers=_qualifiers(req, verdict, class_rows, p99),
-        reason=_reason(
-            verdict, req, policy, rows, class_rows, headline, fleet, low_gain, p99, uncertainty
-        ),
-        change_verdict=_change_verdict(pred, req, verdict, policy, class_rows, p99),
-        deployment=pred.resolved.describe(),
-        deployment_detail=pred.resolved.summary(),
-        method=drafter.method,
-        draft=draft,
-        engine=req.engine,
-        engine_version=req.engine_version,
-        policy=_policy_text(policy, req, verdict),
-        fixed_k=policy.fixed_k,
-        concurrency=req.concurrency,
-        peak_concurrency=req.peak,
-        slo_p99_itl_ms=req.slo_p99_itl_ms,
-        classes=class_rows,
-        routed_away=away,
-        rows=rows,
-        headline_speedup=headline,
-        headline_interval=decision,
-        uncertainty=uncertainty,
-        fleet_speedup=fleet,
-        blend_speedup_target=by[req.concurrency].throughput_speedup,
-        blend_speedup_peak=by[req.peak].throughput_speedup,
-        blend_speedup_target_closed_form=pred.model_speedup(blend, k_t, req.concurrency),
-        naive_mean_alpha=naive,
-        naive_alpha_speedup_target=pred.model_speedup(
-            (TrafficClass(name="naive", share=1.0, alpha=naive),), k_t, req.concurrency
-        ),
-        blend_crossover_concurrency=pred.crossover(blend, policy.fixed_k),
-        blend_crossover_interval=pred.crossover_interval(blend, policy.fixed_k),
-        crossover_search_max=pred.b_max,
-        memory=_memory(pred),
-        speculative_config=spec_cfg,
-        speculative_config_static=static_cfg,
-        dynamic_k_supported=policy.dynamic,
-        batch_schedule=schedule,
-        schedule_confidence=confidence,
-        schedule_agreement=agreement,
-        disable_above_concurrency=policy.disable_above,
-        sglang_flags=flags,
-        serve_baseline=serve_baseline,
-        serve_candidate=[] if verdict == "no-go" else serve_candidate,
-        served_model=engine_cmd.served_name,
-        checkpoint=engine_cmd.checkpoint,
-        p99=p99,
-        gate=None if verdict == "no-go" else _gate(pred, req, policy, rows),
-        stages=[],
-        risks=[],
-        playbook=[],
-        uses_priors=any(c.alpha_source == "prior" for c in class_rows),
-        calibration=_calibration_notes(req, policy),
-    )
-    return plan.model_copy(
-        update={
-            "stages": stages(req, plan),
-            "risks": risks(req, pred, plan),
-            "playbook": playbook(req, pred, plan),
-        }
     )
 
 

@@ -19,7 +19,7 @@ named there).
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
 from alphagate.specs.deployment import DrafterConfig, NgramDrafter, ResolvedDeployment
@@ -131,10 +131,18 @@ def url_port(url: str, default: int) -> int:
     return port if port is not None else default
 
 
-#: vLLM ``--kv-cache-dtype`` / SGLang ``--kv-cache-dtype`` for the modelled KV dtype (bf16:
-#: the model's dtype, vLLM's and SGLang's ``auto``, so no flag)
-_VLLM_KV = {"fp8": "fp8"}
-_SGLANG_KV = {"fp8": "fp8_e4m3"}
+class _DeploymentFlags(NamedTuple):
+    """How an engine names the flags that make a server the modelled deployment."""
+
+    #: ``--kv-cache-dtype`` for the modelled KV dtype (bf16: the model's dtype, vLLM's and
+    #: SGLang's ``auto``, so no flag)
+    kv_dtypes: dict[str, str]
+    max_seqs: str
+    max_tokens: str
+
+
+_VLLM = _DeploymentFlags({"fp8": "fp8"}, "--max-num-seqs", "--max-num-batched-tokens")
+_SGLANG = _DeploymentFlags({"fp8": "fp8_e4m3"}, "--max-running-requests", "--chunked-prefill-size")
 
 
 class EngineCommand:
@@ -153,6 +161,24 @@ class EngineCommand:
         return self.served or self.checkpoint
 
 
+def _deployment_flags(cmd: EngineCommand, names: _DeploymentFlags) -> list[str]:
+    """The flags both engines take to serve the modelled deployment: the checkpoint's
+    quantization, the KV-cache dtype, the batch limits and the served name."""
+    cfg = cmd.resolved.config
+    argv = ["--quantization", cmd.quantization] if cmd.quantization else []
+    if cfg.kv_dtype in names.kv_dtypes:
+        argv += ["--kv-cache-dtype", names.kv_dtypes[cfg.kv_dtype]]
+    argv += [
+        names.max_seqs,
+        str(cfg.max_num_seqs),
+        names.max_tokens,
+        str(cfg.max_num_batched_tokens),
+    ]
+    if cmd.served:
+        argv += ["--served-model-name", cmd.served]
+    return argv
+
+
 def vllm_serve_argv(
     cmd: EngineCommand,
     port: int,
@@ -162,18 +188,10 @@ def vllm_serve_argv(
 ) -> list[str]:
     """``vllm serve …`` as argv: the modelled deployment, on ``port``; with ``speculative``, the
     ``--speculative-config`` (and, where the build has it, per-request spec-decode counts)."""
-    cfg = cmd.resolved.config
-    argv = ["vllm", "serve", cmd.checkpoint, "--tensor-parallel-size", str(cmd.resolved.tp)]
-    if cmd.quantization:
-        argv += ["--quantization", cmd.quantization]
-    if cfg.kv_dtype in _VLLM_KV:
-        argv += ["--kv-cache-dtype", _VLLM_KV[cfg.kv_dtype]]
-    argv += [
-        "--max-num-seqs", str(cfg.max_num_seqs),
-        "--max-num-batched-tokens", str(cfg.max_num_batched_tokens),
+    argv = [
+        "vllm", "serve", cmd.checkpoint, "--tensor-parallel-size", str(cmd.resolved.tp),
+        *_deployment_flags(cmd, _VLLM),
     ]  # fmt: skip
-    if cmd.served:
-        argv += ["--served-model-name", cmd.served]
     if port != 8000:
         argv += ["--port", str(port)]
     if speculative is not None:
@@ -186,20 +204,8 @@ def vllm_serve_argv(
 def sglang_launch_argv(cmd: EngineCommand, port: int, flags: list[str] | None) -> list[str]:
     """``python -m sglang.launch_server …`` as argv: the modelled deployment on ``port``, with the
     speculative ``flags`` (:func:`sglang_flags`) when given."""
-    cfg = cmd.resolved.config
-    argv = [
+    return [
         "python", "-m", "sglang.launch_server", "--model-path", cmd.checkpoint,
-        "--tp-size", str(cmd.resolved.tp),
+        "--tp-size", str(cmd.resolved.tp), *_deployment_flags(cmd, _SGLANG),
+        "--port", str(port), *(flags or []),
     ]  # fmt: skip
-    if cmd.quantization:
-        argv += ["--quantization", cmd.quantization]
-    if cfg.kv_dtype in _SGLANG_KV:
-        argv += ["--kv-cache-dtype", _SGLANG_KV[cfg.kv_dtype]]
-    argv += [
-        "--max-running-requests", str(cfg.max_num_seqs),
-        "--chunked-prefill-size", str(cfg.max_num_batched_tokens),
-    ]  # fmt: skip
-    if cmd.served:
-        argv += ["--served-model-name", cmd.served]
-    argv += ["--port", str(port)]
-    return argv + (flags or [])

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from alphagate.core.records import Frozen, Interval, Results
 from alphagate.core.secrets import redact, strip_credentials
+from alphagate.plan.reasons import PlanReasons, Settle
 from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
 from alphagate.specs.uncertainty import ConstantRange
@@ -308,25 +309,10 @@ class Uncertainty(Frozen):
         "each constant within ± 10%, what a coefficient the data determine is left with)",
     )
 
-    def settle_text(self) -> str:
-        """What would settle a range that holds 1×, and the range it is expected to leave."""
-        left = self.settled_interval
-        if left is not None and left.straddles(1.0):
-            return (
-                f"a calibration would leave {left.text(suffix='×')}, still across 1×, so only an A/B at "
-                f"concurrency {self.settle_at} settles a gain this small; calibrate first to see "
-                "how the model moves"
-            )
-        tail = "" if left is None else f" (expected to leave {left.text(suffix='×')})"
-        if self.settle_by == "measure alpha":
-            return f"measure α first (Stage 2){tail}"
-        if self.settle_by == "ab":
-            return (
-                f"the plan is calibrated already, so the A/B at concurrency {self.settle_at} "
-                "(Stage 2) settles it; a profile fitted at the K the policy runs there, or with a "
-                "smaller residual, would narrow the range"
-            )
-        return f"calibrate on the two replicas{tail}"
+    @property
+    def settle(self) -> Settle:
+        """What would settle the range, as the verdict's reason records it."""
+        return Settle(by=self.settle_by, at=self.settle_at, settled_interval=self.settled_interval)
 
 
 class Memory(Frozen):
@@ -423,7 +409,11 @@ class P99Check(Frozen):
     budget: float = Field(description="the ratio allowed: 1, or --p99-budget")
     slo_ms: float | None
     ok: bool
-    action: str = Field(description="what the plan changed to keep it, or why it could not")
+    action: str = Field(
+        default="",
+        description="what the plan changed to keep it, or why it could not, in words "
+        "(reasons.tail is the record)",
+    )
 
 
 class Playbook(Frozen):
@@ -441,11 +431,18 @@ class Plan(Results):
     verdict: Verdict
     qualifiers: list[str] = Field(
         default_factory=list,
-        description="what the verdict rests on that is not measured yet, or that it allows",
+        description="what the verdict rests on that is not measured yet, or that it allows "
+        "(reasons.qualifiers are the records)",
     )
-    reason: str = Field(description="why, in one sentence with every figure's concurrency")
+    reason: str = Field(
+        default="",
+        description="why, in one sentence with every figure's concurrency (reasons.verdict is the "
+        "record)",
+    )
     change_verdict: list[str] = Field(
-        description="what measurement or change would turn a no-go or measure-first verdict"
+        default_factory=list,
+        description="what measurement or change would turn a no-go or measure-first verdict "
+        "(reasons.changes are the records)",
     )
     deployment: str
     deployment_detail: DeploymentSummary
@@ -507,4 +504,9 @@ class Plan(Results):
         default_factory=list,
         description="made with a calibration profile: what it was fitted on, and where the plan's "
         "concurrencies or K lie outside its range",
+    )
+    reasons: PlanReasons | None = Field(
+        default=None,
+        description="why, as records with their figures (the sentences above are these in words, "
+        "alphagate.report.reasons); None in a plan written before they were recorded",
     )

@@ -29,6 +29,7 @@ __all__ = [
     "calibrate_argv",
     "plan_argv",
     "playbook",
+    "policy_text",
     "risks",
     "stages",
 ]
@@ -52,6 +53,26 @@ GATE = "results/gate.json"
 CALIBRATION = "results/calibration.json"
 #: requests per user at each level of the calibration sweep a plan prints when a range holds 1×
 CALIBRATE_REQUESTS_PER_USER = 4
+#: requests per user at the peak in every printed bench run, at least: each user sends several,
+#: so the batch fills and stays full past the first requests' ramp
+BENCH_REQUESTS_PER_USER = 4
+#: outputs shorter than this (tokens) are dominated by their prefill: speculation, which only
+#: shortens decode, barely moves their latency (the risk the plan names)
+SHORT_OUTPUT_TOKENS = 50
+
+
+def policy_text(p: Plan) -> str:
+    """The shipped policy in words, as the plan names it (Stage 1 turns it on)."""
+    if all(r.k == 0 for r in p.rows):
+        return "no speculation (K = 0 at every concurrency)"
+    if p.verdict == "no-go":
+        return f"no speculation at concurrency {p.concurrency}"
+    if p.dynamic_k_supported:
+        return "K by batch size: " + ", ".join(
+            f"{k} at {lo}–{hi}" if lo != hi else f"{k} at {lo}" for lo, hi, k in p.batch_schedule
+        )
+    above = p.disable_above_concurrency
+    return f"K = {p.fixed_k}" + (f", off above concurrency {above}" if above else "")
 
 
 def _sh(argv: list[str]) -> str:
@@ -63,7 +84,9 @@ def bench_requests(req: PlanRequest, p: Plan) -> int:
     every run sends at least 4 requests per user at the peak (so the batch fills)."""
     if req.bench_requests is not None:
         return req.bench_requests
-    return max(math.ceil(ERROR_RULE_REQUESTS / req.repeats), 4 * p.peak_concurrency)
+    return max(
+        math.ceil(ERROR_RULE_REQUESTS / req.repeats), BENCH_REQUESTS_PER_USER * p.peak_concurrency
+    )
 
 
 def _bench_common(req: PlanRequest, p: Plan) -> list[str]:
@@ -126,73 +149,39 @@ def _measure_cmds(req: PlanRequest, p: Plan) -> tuple[list[str], list[str]]:
 
 
 def _native_baseline(req: PlanRequest, p: Plan) -> list[str]:
-    n = bench_requests(req, p)
-    i, o = int(length_mean(req.workload.prompt_len)), int(length_mean(req.workload.output_len))
+    """The engine's own benchmark client against the baseline at concurrency 1 (the latency
+    floor), the target and the peak, on random prompts of the workload's mean lengths."""
+    bench = _vllm_bench_serve if req.engine == "vllm" else _sglang_bench_serving
     levels = sorted({1, p.concurrency, p.peak_concurrency})
-    if req.engine == "vllm":
-        return [
-            _sh(
-                [
-                    "vllm",
-                    "bench",
-                    "serve",
-                    "--backend",
-                    "openai-chat",
-                    "--endpoint",
-                    "/v1/chat/completions",
-                    "--base-url",
-                    req.url,
-                    "--model",
-                    p.served_model,
-                    "--dataset-name",
-                    "random",
-                    "--random-input-len",
-                    str(i),
-                    "--random-output-len",
-                    str(o),
-                    "--num-prompts",
-                    str(n),
-                    "--max-concurrency",
-                    str(c),
-                    "--temperature",
-                    "0",
-                    "--percentile-metrics",
-                    "ttft,tpot,itl,e2el",
-                    "--metric-percentiles",
-                    "50,90,99",
-                    "--save-result",
-                    "--result-filename",
-                    f"baseline-c{c}.json",
-                ]
-            )
-            for c in levels
-        ]
+    return [_sh(bench(req, p, _random_prompts(req, p, c), c)) for c in levels]
+
+
+def _random_prompts(req: PlanRequest, p: Plan, concurrency: int) -> list[str]:
+    """The dataset and load flags both engines' clients share (``--dataset-name random``)."""
     return [
-        _sh(
-            [
-                "python",
-                "-m",
-                "sglang.bench_serving",
-                "--backend",
-                "sglang-oai-chat",
-                "--base-url",
-                req.url,
-                "--dataset-name",
-                "random",
-                "--random-input-len",
-                str(i),
-                "--random-output-len",
-                str(o),
-                "--num-prompts",
-                str(n),
-                "--max-concurrency",
-                str(c),
-                "--output-file",
-                f"baseline-c{c}.jsonl",
-            ]
-        )
-        for c in levels
-    ]
+        "--dataset-name", "random",
+        "--random-input-len", str(int(length_mean(req.workload.prompt_len))),
+        "--random-output-len", str(int(length_mean(req.workload.output_len))),
+        "--num-prompts", str(bench_requests(req, p)),
+        "--max-concurrency", str(concurrency),
+    ]  # fmt: skip
+
+
+def _vllm_bench_serve(req: PlanRequest, p: Plan, load: list[str], c: int) -> list[str]:
+    return [
+        "vllm", "bench", "serve", "--backend", "openai-chat",
+        "--endpoint", "/v1/chat/completions", "--base-url", req.url, "--model", p.served_model,
+        *load, "--temperature", "0",
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+        "--save-result", "--result-filename", f"baseline-c{c}.json",
+    ]  # fmt: skip
+
+
+def _sglang_bench_serving(req: PlanRequest, p: Plan, load: list[str], c: int) -> list[str]:
+    return [
+        "python", "-m", "sglang.bench_serving", "--backend", "sglang-oai-chat",
+        "--base-url", req.url, *load, "--output-file", f"baseline-c{c}.jsonl",
+    ]  # fmt: skip
 
 
 def _defaults() -> DeploymentConfig:
@@ -582,12 +571,11 @@ def risks(req: PlanRequest, pred: Predictor, p: Plan) -> list[str]:
         "on these figures."
         for n in p.calibration[1:]
     ]
-    short = float(
-        (sample_lengths(req.workload.output_len, 20_000, np.random.default_rng(0)) < 50).mean()
-    )
+    lengths = sample_lengths(req.workload.output_len, 20_000, np.random.default_rng(0))
+    short = float((lengths < SHORT_OUTPUT_TOKENS).mean())
     out.append(
-        f"Short outputs: {short:.0%} of requests produce fewer than 50 tokens; their prefill "
-        "dominates and speculation barely moves their latency."
+        f"Short outputs: {short:.0%} of requests produce fewer than {SHORT_OUTPUT_TOKENS} tokens; "
+        "their prefill dominates and speculation barely moves their latency."
     )
     r1 = p.rows[0]
     if r1.k:

@@ -15,6 +15,7 @@ from alphagate.report._fmt import LOSS, fmt_bytes, fmt_interval, fmt_x, fmt_x_ma
 from alphagate.report._tables import add_columns, new_table
 from alphagate.report.commands import ShellCommand
 from alphagate.report.cost import const_text
+from alphagate.report.reasons import settle_text, worded
 
 __all__ = ["render_plan_console", "render_plan_markdown"]
 
@@ -91,7 +92,7 @@ def tail_line(p: Plan) -> str:
 
 def render_plan_markdown(plan: Plan) -> str:
     """The rollout plan as markdown (the file ``--out`` writes)."""
-    return _env().get_template("plan.md.j2").render(p=plan)
+    return _env().get_template("plan.md.j2").render(p=worded(plan))
 
 
 def _rows_table(p: Plan) -> RenderableType:
@@ -180,7 +181,7 @@ def _uncertainty_lines(p: Plan) -> list[RenderableType]:
         where = "the target" if at_target else "the peak"
         out.append(
             Text(
-                f"At {where} {u.settle_at} the range {iv.text(suffix='×')} holds 1×: {u.settle_text()}"
+                f"At {where} {u.settle_at} the range {iv.text(suffix='×')} holds 1×: {settle_text(u.settle)}"
                 + (":" if u.settle_commands else ".")
             )
         )
@@ -190,6 +191,7 @@ def _uncertainty_lines(p: Plan) -> list[RenderableType]:
 
 def render_plan_console(p: Plan) -> RenderableType:
     """The decision at a glance: verdict, policy, gate, tables and Stage 1 (the file has it all)."""
+    p = worded(p)
     color = {"go": "green", "no-go": "red"}.get(p.verdict, "yellow")
     parts: list[RenderableType] = [
         Text(p.deployment, style="dim"),

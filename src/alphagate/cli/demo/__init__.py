@@ -84,6 +84,7 @@ def _plans() -> None:
     from alphagate.core.traffic import TrafficClass
     from alphagate.plan import PlanRequest, build_plan
     from alphagate.report.plan import render_plan_markdown
+    from alphagate.report.reasons import worded
     from alphagate.specs import WorkloadConfig
 
     console.rule("[bold]Rollout plans for 70% chat at α 0.7 and 30% code at α 0.4")
@@ -95,8 +96,10 @@ def _plans() -> None:
     )
     for concurrency in PLAN_CONCURRENCIES:
         with console.status(f"planning for concurrency {concurrency}…", spinner="dots"):
-            plan = build_plan(
-                PlanRequest(workload=traffic, concurrency=concurrency, peak_concurrency=256)
+            plan = worded(
+                build_plan(
+                    PlanRequest(workload=traffic, concurrency=concurrency, peak_concurrency=256)
+                )
             )
         out = _plan_path(concurrency, ".md")
         atomic_write_text(out, render_plan_markdown(plan), "demo")

@@ -46,6 +46,7 @@ def offline(
     from alphagate.measure.offline.run import measure_offline
     from alphagate.measure.results import MeasureError
     from alphagate.report.offline import render_offline
+    from alphagate.report.reasons import with_offline_notes
 
     out, checkpoint = results.out, run.checkpoint
     results.check(requests.logs, (checkpoint, "--checkpoint"))
@@ -64,6 +65,7 @@ def offline(
         hint = f"; run again with --checkpoint {checkpoint} to resume" if checkpoint else ""
         err_console.print(f"[yellow]interrupted{hint}[/yellow]")
         raise typer.Exit(130) from None
+    result = with_offline_notes(result)
     results.write(result)
     if results.as_json:
         print_json(result.payload())

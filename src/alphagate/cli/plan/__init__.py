@@ -96,6 +96,7 @@ def plan_cmd(
     """Staged rollout plan: verdict, policy (K per concurrency), predicted table, per-class calls,
     gate, memory, engine config, stages, risks and a P99 playbook."""
     from alphagate.plan import PlanRequest, build_plan
+    from alphagate.report.reasons import worded
 
     check_plan_outputs(out, plot, [*(mix.alpha_from or []), calibration])
     _check_engine_version(engine_version)
@@ -120,7 +121,7 @@ def plan_cmd(
             calibration_file=None if calibration is None else str(calibration),
         )
         with status("planning…", as_json):
-            plan = build_plan(req)
+            plan = worded(build_plan(req))
     show_plan(plan, out=out, plot=plot, as_json=as_json)
 
 

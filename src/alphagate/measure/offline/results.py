@@ -6,14 +6,31 @@ ordinary ``overall`` / ``classes`` (:class:`~alphagate.measure.estimate.Acceptan
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from alphagate.core.records import Frozen
 from alphagate.measure.estimate import Interval
 
-__all__ = ["OfflineClass", "OfflineDetails", "OfflineK", "Skipped"]
+__all__ = [
+    "AGREEMENT_WARN",
+    "NOT_ITS_OWN",
+    "CheckpointBadLines",
+    "CheckpointCut",
+    "CheckpointNote",
+    "OfflineClass",
+    "OfflineDetails",
+    "OfflineK",
+    "Skipped",
+]
+
+#: Greedy runs: below this share of the logged output tokens that are the target's own greedy
+#: choice, the log is taken not to be the target's own output (another model, sampling, people,
+#: or another chat template)…
+NOT_ITS_OWN = 0.9
+#: …and below this share, near-ties that flip between this run's numerics and the server's.
+AGREEMENT_WARN = 0.999
 
 
 class OfflineK(Frozen):
@@ -49,6 +66,27 @@ class Skipped(Frozen):
     first: list[str] = Field(description="the first few, as file:line")
 
 
+class CheckpointCut(Frozen):
+    """The checkpoint ended in a line cut by a crash: the line was moved aside, and the run
+    resumed from the whole lines before it."""
+
+    kind: Literal["cut"] = "cut"
+    path: str
+    moved_to: str
+    whole_lines: int = Field(description="scored requests the checkpoint held whole")
+
+
+class CheckpointBadLines(Frozen):
+    """Checkpoint lines that are not scored requests: those requests were scored again."""
+
+    kind: Literal["bad_lines"] = "bad_lines"
+    path: str
+    lines: list[int] = Field(description="their line numbers in the file")
+
+
+CheckpointNote = Annotated[CheckpointCut | CheckpointBadLines, Field(discriminator="kind")]
+
+
 class OfflineDetails(Frozen):
     """How an offline measurement was made."""
 
@@ -57,7 +95,9 @@ class OfflineDetails(Frozen):
     k: int
     k_max: int
     semantics: Literal["greedy", "sampling"]
-    semantics_note: str
+    semantics_note: str = Field(
+        default="", description="the semantics in words (alphagate.report.reasons)"
+    )
     temperature: float
     top_p: float
     top_k: int
@@ -81,3 +121,9 @@ class OfflineDetails(Frozen):
     wall_s: float
     classes: dict[str, OfflineClass] = Field(default_factory=dict)
     overall: OfflineClass
+    max_model_len: int | None = Field(
+        default=None, description="--max-model-len: requests were cut to fit it (None: the model's)"
+    )
+    checkpoint: list[CheckpointNote] = Field(
+        default_factory=list, description="what the resumed checkpoint did not hold whole"
+    )

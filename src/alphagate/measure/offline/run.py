@@ -23,16 +23,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 import numpy as np
 import numpy.typing as npt
 
+from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.offline.config import OfflineConfig
-from alphagate.measure.offline.requests import parse_class_rule, read_logs, sample
-from alphagate.measure.offline.results import OfflineClass, OfflineDetails, Skipped
+from alphagate.measure.offline.requests import (
+    LoggedRequest,
+    LogRead,
+    parse_class_rule,
+    read_logs,
+    sample,
+)
+from alphagate.measure.offline.results import (
+    CheckpointBadLines,
+    CheckpointCut,
+    CheckpointNote,
+    OfflineClass,
+    OfflineDetails,
+    Skipped,
+)
 from alphagate.measure.offline.score import RequestCounts, load, score_batch
 from alphagate.measure.offline.stats import summarize
 from alphagate.measure.offline.walk import WalkCounts
@@ -44,15 +59,14 @@ if TYPE_CHECKING:
 __all__ = ["Progress", "measure_offline"]
 
 Progress = Callable[[int, int, int], None]  # requests done, requests in all, tokens done
-_AGREEMENT_WARN = 0.999
-#: below this share of greedy agreement the log is taken not to be the target's own output
-_NOT_ITS_OWN = 0.9
 #: requests scored before their walks run together (and their checkpoint lines are written)
 _WALK_BATCH = 16
 
 
-def _load_checkpoint(path: Path, cfg: OfflineConfig) -> tuple[dict[str, RequestCounts], list[str]]:
-    """The requests a checkpoint already holds, and notes on what it did not hold whole.
+def _load_checkpoint(
+    path: Path, cfg: OfflineConfig
+) -> tuple[dict[str, RequestCounts], list[CheckpointNote]]:
+    """The requests a checkpoint already holds, and what it did not hold whole.
 
     Refuses (:class:`MeasureError`) a file that is not a checkpoint or was written with other
     settings; a last line cut by a crash is moved aside (the file ends at its last whole line,
@@ -69,7 +83,7 @@ def _load_checkpoint(path: Path, cfg: OfflineConfig) -> tuple[dict[str, RequestC
         return {}, []
     lines = data.split(b"\n")
     _check_head(path, lines[0], cfg)
-    notes: list[str] = []
+    notes: list[CheckpointNote] = []
     if not data.endswith(b"\n"):
         notes.append(_set_aside(path, data))
         lines = lines[:-1]
@@ -85,11 +99,7 @@ def _load_checkpoint(path: Path, cfg: OfflineConfig) -> tuple[dict[str, RequestC
             continue
         done[rc.key] = rc
     if bad:
-        shown = ", ".join(map(str, bad[:10])) + (" …" if len(bad) > 10 else "")
-        notes.append(
-            f"--checkpoint {path}: {len(bad)} lines are not scored requests (lines {shown}); "
-            "those requests are scored again"
-        )
+        notes.append(CheckpointBadLines(path=str(path), lines=bad))
     return done, notes
 
 
@@ -118,7 +128,7 @@ def _check_head(path: Path, first: bytes, cfg: OfflineConfig) -> None:
         )
 
 
-def _set_aside(path: Path, data: bytes) -> str:
+def _set_aside(path: Path, data: bytes) -> CheckpointCut:
     """Move a last line cut by a crash to ``PATH.partial-TIME``; the file keeps its whole lines."""
     cut = data.rfind(b"\n") + 1
     aside = path.with_name(f"{path.name}.partial-{time.strftime('%Y%m%dT%H%M%S')}")
@@ -132,48 +142,45 @@ def _set_aside(path: Path, data: bytes) -> str:
             f"({exc.strerror or exc})"
         ) from None
     whole = data[:cut].count(b"\n") - 1
-    return (
-        f"--checkpoint {path} ended in a cut-off line (a run stopped mid-write); it was moved to "
-        f"{aside} and the run resumes from the {whole} whole request lines before it"
-    )
+    return CheckpointCut(path=str(path), moved_to=str(aside), whole_lines=whole)
 
 
 def _skipped(reasons: dict[str, list[str]]) -> list[Skipped]:
     return [Skipped(reason=k, count=len(v), first=v[:5]) for k, v in sorted(reasons.items())]
 
 
-def _semantics(cfg: OfflineConfig) -> str:
-    if cfg.temperature == 0.0:
-        return (
-            "greedy (temperature 0): every engine step is replayed — a step accepts the drafts "
-            "that match the logged tokens and moves past them plus one; the last step verifies "
-            "drafts past the end of the output against the target's own continuation, as vLLM "
-            "counts them. Exact when the log is this target's greedy output."
-        )
-    head = (
-        f"sampling (temperature {cfg.temperature:g}, top-p {cfg.top_p:g}, top-k {cfg.top_k}): "
-        "the log must be a sample of this target at these settings (else --regenerate draws one). "
-    )
-    if cfg.draft_sampling == "greedy":
-        return head + (
-            "With vLLM's default greedy drafts the engine keeps a draft exactly when the token it "
-            "samples is the draft (a rejected one-hot draft is replaced by a token drawn without "
-            "it), so the walk that matches drafts against the sampled tokens gives each "
-            "trajectory's counters exactly; over the log they are unbiased estimates."
-        )
-    return head + (
-        "With sampled drafts, a draft was accepted with probability min(p(y), q(y)) ÷ p(y) given "
-        "the token y that came out (Leviathan et al. 2023, Algorithm 1): the counters are "
-        "expectations along each logged trajectory."
-    )
-
-
 def measure_offline(
     cfg: OfflineConfig, *, on_progress: Progress | None = None, models: Models | None = None
 ) -> MeasureResult:
     """Run the whole measurement (see the module docstring). ``models`` (from
-    :func:`~alphagate.measure.offline.replay.load_models`) may be passed in to reuse them."""
+    :func:`~alphagate.measure.offline.replay.load_models`) may be passed in to reuse them. The
+    result's notes are records (its ``offline`` details):
+    :func:`alphagate.report.reasons.with_offline_notes` puts them in words."""
     t0 = time.perf_counter()
+    read, reqs = _read_and_sample(cfg)
+    done: dict[str, RequestCounts] = {}
+    repairs: list[CheckpointNote] = []
+    if cfg.checkpoint is not None:
+        done, repairs = _load_checkpoint(cfg.checkpoint, cfg)
+    todo = [r for r in reqs if r.where not in done]
+    tokens = sum(
+        done[r.where].prompt_tokens + done[r.where].output_tokens for r in reqs if r.where in done
+    )
+    sink = _Sink(len(reqs), len(reqs) - len(todo), tokens, on_progress)
+    with _checkpoint_writer(cfg) as ck:
+        sink.checkpoint = ck
+        _score(cfg, todo, sink, models)
+    # in log order, whoever scored them; the class comes from this run's rules, not the checkpoint's
+    results = [
+        RequestCounts(**{**(done.get(r.where) or sink.fresh[r.where]).__dict__, "cls": r.cls})
+        for r in reqs
+    ]
+    problems = _problems(read, results)
+    return _result(cfg, problems, len(read.requests), results, time.perf_counter() - t0, repairs)
+
+
+def _read_and_sample(cfg: OfflineConfig) -> tuple[LogRead, list[LoggedRequest]]:
+    """The logs read, and the requests this run measures (refused when there are none)."""
     rules = tuple(parse_class_rule(r) for r in cfg.class_rules)
     read = read_logs(list(cfg.logs), class_field=cfg.class_field, class_rules=rules)
     reqs = sample(read.requests, cfg.sample, cfg.seed)
@@ -182,92 +189,102 @@ def measure_offline(
         raise MeasureError(
             f"no usable request in {', '.join(map(str, cfg.logs))} ({bad} lines skipped: {', '.join(read.skipped) or 'none'})"
         )
-    done: dict[str, RequestCounts] = {}
-    ck = None
-    ck_notes: list[str] = []
-    if cfg.checkpoint is not None:
-        done, ck_notes = _load_checkpoint(cfg.checkpoint, cfg)
-        try:
-            ck = cfg.checkpoint.open("a", encoding="utf-8")
-            if cfg.checkpoint.stat().st_size == 0:
-                head = {"fingerprint": cfg.fingerprint(), "settings": cfg.settings()}
-                ck.write(json.dumps(head) + "\n")
-                ck.flush()
-        except OSError as exc:
-            raise MeasureError(
-                f"--checkpoint {cfg.checkpoint}: cannot be written ({exc.strerror or exc})"
-            ) from None
-    todo = [r for r in reqs if r.where not in done]
-    fresh: dict[str, RequestCounts] = {}
-    tokens = sum(
-        done[r.where].prompt_tokens + done[r.where].output_tokens for r in reqs if r.where in done
-    )
+    return read, reqs
 
-    def finished(part: list[RequestCounts]) -> None:
-        """Scored requests come back a batch at a time: checkpoint them, report progress."""
-        nonlocal tokens
-        for rc in part:
-            fresh[rc.key] = rc
-            tokens += rc.prompt_tokens + rc.output_tokens
-            if ck is not None:
-                ck.write(rc.to_json() + "\n")
-        if ck is not None:
-            ck.flush()
-        if on_progress is not None:
-            on_progress(len(reqs) - len(todo) + len(fresh), len(reqs), tokens)
 
+@contextmanager
+def _checkpoint_writer(cfg: OfflineConfig) -> Iterator[TextIO | None]:
+    """The checkpoint opened for appending, its head line written when it is new (None: no
+    checkpoint); closed when the scoring ends, whichever way."""
+    if cfg.checkpoint is None:
+        yield None
+        return
     try:
-        if cfg.ray is not None and todo:
-            if models is not None:
-                raise MeasureError("with --ray each Ray worker loads the models: pass none")
-            from alphagate.measure.offline.ray import score_on_ray
-
-            score_on_ray(cfg, todo, finished)
-        elif todo:
-            if models is None:
-                models = load(cfg)
-            for lo in range(0, len(todo), _WALK_BATCH):
-                finished(score_batch(models, todo[lo : lo + _WALK_BATCH], cfg))
-    finally:
-        if ck is not None:
-            ck.close()
-    # in log order, whoever scored them; the class comes from this run's rules, not the checkpoint's
-    results = [
-        RequestCounts(**{**(done.get(r.where) or fresh[r.where]).__dict__, "cls": r.cls})
-        for r in reqs
-    ]
-    out = _result(
-        cfg, read.skipped, read.left_out, len(read.requests), results, time.perf_counter() - t0
-    )
-    return out.model_copy(update={"notes": [*ck_notes, *out.notes]}) if ck_notes else out
+        ck = cfg.checkpoint.open("a", encoding="utf-8")
+        if cfg.checkpoint.stat().st_size == 0:
+            ck.write(json.dumps({"fingerprint": cfg.fingerprint(), "settings": cfg.settings()}))
+            ck.write("\n")
+            ck.flush()
+    except OSError as exc:
+        raise MeasureError(
+            f"--checkpoint {cfg.checkpoint}: cannot be written ({exc.strerror or exc})"
+        ) from None
+    with ck:
+        yield ck
 
 
-def _result(
-    cfg: OfflineConfig,
-    skipped_lines: dict[str, list[str]],
-    left_out: dict[str, int],
-    n_read: int,
-    results: list[RequestCounts],
-    wall_s: float,
-) -> MeasureResult:
-    used = [r for r in results if r.counts is not None]
-    problems: dict[str, list[str]] = {k: list(v) for k, v in skipped_lines.items()}
+class _Sink:
+    """Where scored requests go, a batch at a time: kept, appended to the checkpoint, and
+    reported to the progress callback."""
+
+    def __init__(self, total: int, done: int, tokens: int, on_progress: Progress | None) -> None:
+        self.fresh: dict[str, RequestCounts] = {}
+        self.checkpoint: TextIO | None = None
+        self._total, self._done, self._tokens = total, done, tokens
+        self._on_progress = on_progress
+
+    def __call__(self, part: list[RequestCounts]) -> None:
+        for rc in part:
+            self.fresh[rc.key] = rc
+            self._tokens += rc.prompt_tokens + rc.output_tokens
+            if self.checkpoint is not None:
+                self.checkpoint.write(rc.to_json() + "\n")
+        if self.checkpoint is not None:
+            self.checkpoint.flush()
+        if self._on_progress is not None:
+            self._on_progress(self._done + len(self.fresh), self._total, self._tokens)
+
+
+def _score(
+    cfg: OfflineConfig, todo: list[LoggedRequest], sink: _Sink, models: Models | None
+) -> None:
+    """Score the requests not yet scored: on Ray actors, or here a batch at a time."""
+    if not todo:
+        return
+    if cfg.ray is not None:
+        if models is not None:
+            raise MeasureError("with --ray each Ray worker loads the models: pass none")
+        from alphagate.measure.offline.ray import score_on_ray
+
+        score_on_ray(cfg, todo, sink)
+        return
+    if models is None:
+        models = load(cfg)
+    for lo in range(0, len(todo), _WALK_BATCH):
+        sink(score_batch(models, todo[lo : lo + _WALK_BATCH], cfg))
+
+
+def _problems(read: LogRead, results: list[RequestCounts]) -> dict[str, list[str]]:
+    """Why lines or requests were left out → where (file:line, or "(left out)" for each request
+    the log marks as not to measure)."""
+    problems: dict[str, list[str]] = {k: list(v) for k, v in read.skipped.items()}
     for r in results:
         if r.problem is not None:
             problems.setdefault(r.problem, []).append(r.key)
-    for why, n in left_out.items():
+    for why, n in read.left_out.items():
         problems.setdefault(why, []).extend(["(left out)"] * n)
-    if not used:
-        raise MeasureError(
-            "no request could be scored: "
-            + "; ".join(f"{k} ({len(v)})" for k, v in problems.items())
-        )
+    return problems
+
+
+class _Summaries(NamedTuple):
+    """Acceptance over all the used requests and per class: the estimates at K and the every-K
+    details."""
+
+    overall: AcceptanceEstimate
+    overall_detail: OfflineClass
+    classes: dict[str, AcceptanceEstimate]
+    details: dict[str, OfflineClass]
+
+
+def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
+    """Sum the used requests' counters, all traffic and per class, with bootstrap intervals (one
+    generator for all, in this order, so the same seed gives the same intervals)."""
     counts = WalkCounts.concat([r.counts for r in used if r.counts is not None])
     p_tok = np.asarray([r.prompt_tokens for r in used], dtype=np.int64)
     o_tok = np.asarray([r.output_tokens for r in used], dtype=np.int64)
     rng = np.random.default_rng(cfg.seed)
 
-    def summary(rows: npt.NDArray[np.int64]) -> tuple[Any, OfflineClass]:
+    def summary(rows: npt.NDArray[np.int64]) -> tuple[AcceptanceEstimate, OfflineClass]:
         return summarize(
             counts.take(rows),
             cfg.k,
@@ -278,51 +295,35 @@ def _result(
         )
 
     overall, overall_detail = summary(np.arange(len(used)))
-    names = sorted({r.cls for r in used if r.cls is not None})
     classes, details = {}, {}
-    for name in names:
+    for name in sorted({r.cls for r in used if r.cls is not None}):
         rows = np.asarray([i for i, r in enumerate(used) if r.cls == name], dtype=np.int64)
         classes[name], details[name] = summary(rows)
-    greedy = cfg.temperature == 0.0
-    agree = sum(r.agree for r in used) / max(int(o_tok.sum()), 1)
-    notes = [
-        _semantics(cfg),
-        "95% intervals: bootstrap over requests (a request's steps are not independent).",
-    ]
-    if greedy and agree < _NOT_ITS_OWN:
-        notes.append(
-            f"only {agree:.1%} of the logged output tokens are this target's own greedy choice: the "
-            "log is not its greedy trajectory (another model, sampling, people, or a different "
-            "chat template). The figures measure the drafter along this text; --regenerate "
-            "replaces each output with the target's own greedy continuation (exact)."
+    return _Summaries(overall, overall_detail, classes, details)
+
+
+def _result(
+    cfg: OfflineConfig,
+    problems: dict[str, list[str]],
+    n_read: int,
+    results: list[RequestCounts],
+    wall_s: float,
+    repairs: list[CheckpointNote],
+) -> MeasureResult:
+    used = [r for r in results if r.counts is not None]
+    if not used:
+        raise MeasureError(
+            "no request could be scored: "
+            + "; ".join(f"{k} ({len(v)})" for k, v in problems.items())
         )
-    elif greedy and agree < _AGREEMENT_WARN:
-        notes.append(
-            f"{agree:.2%} of the logged output tokens are this target's own greedy choice here: "
-            "near-ties that flip between this run's numerics and the server's (bf16 on GPU, "
-            "batching) — the walk follows the logged tokens; --dtype bfloat16 narrows the gap."
-        )
-    n_retok = sum(r.retokenized for r in used)
-    if n_retok:
-        notes.append(
-            f"{n_retok} requests have no output token ids in the log: their text was re-tokenized, which can split it differently than the server generated it."
-        )
-    n_trunc = sum(r.truncated for r in used)
-    if n_trunc:
-        notes.append(
-            f"{n_trunc} requests were cut to fit the context ({cfg.max_model_len or 'the model'}'s limit)."
-        )
-    if problems:
-        notes.append(
-            "left out: " + "; ".join(f"{k}: {len(v)}" for k, v in sorted(problems.items()))
-        )
-    details_rec = OfflineDetails(
+    s = _summaries(cfg, used)
+    output_tokens = sum(r.output_tokens for r in used)
+    details = OfflineDetails(
         drafter=cfg.drafter_label(),
         target=cfg.target,
         k=cfg.k,
         k_max=cfg.kmax,
-        semantics="greedy" if greedy else "sampling",
-        semantics_note=_semantics(cfg),
+        semantics="greedy" if cfg.temperature == 0.0 else "sampling",
         temperature=cfg.temperature,
         top_p=cfg.top_p,
         top_k=cfg.top_k,
@@ -332,24 +333,25 @@ def _result(
         sample=cfg.sample,
         requests_read=n_read,
         requests_used=len(used),
-        prompt_tokens=int(p_tok.sum()),
-        output_tokens=int(o_tok.sum()),
+        prompt_tokens=sum(r.prompt_tokens for r in used),
+        output_tokens=output_tokens,
         skipped=_skipped(problems),
-        truncated=n_trunc,
-        retokenized=n_retok,
-        trajectory_agreement=agree,
+        truncated=sum(r.truncated for r in used),
+        retokenized=sum(r.retokenized for r in used),
+        trajectory_agreement=sum(r.agree for r in used) / max(output_tokens, 1),
         bootstrap_resamples=cfg.resamples,
         wall_s=wall_s,
-        classes=details,
-        overall=overall_detail,
+        classes=s.details,
+        overall=s.overall_detail,
+        max_model_len=cfg.max_model_len,
+        checkpoint=repairs,
     )
     return MeasureResult(
         verb="measure offline",
         source=", ".join(str(p) for p in cfg.logs),
         window_s=None,
-        overall=overall,
-        classes=classes,
+        overall=s.overall,
+        classes=s.classes,
         sources=len(cfg.logs),
-        notes=notes,
-        offline=details_rec,
+        offline=details,
     )

@@ -49,6 +49,65 @@ def _resampled_sums(values: FloatArray, resamples: int, rng: np.random.Generator
     return out
 
 
+def _alpha_of(d: FloatArray, dt: FloatArray, a: FloatArray, c0: FloatArray, k: int) -> FloatArray:
+    """α as :func:`~alphagate.measure.estimate.estimate` defines it: the i.i.d. α that gives ρ
+    at K when every draft has K tokens, else (short n-gram drafts) position 1's acceptance."""
+    full = dt >= k * d * (1 - 1e-6) - 0.5
+    rho = np.clip(_ratio(a, dt), 0.0, 1.0)
+    by_rho = alpha_from_draft_acceptance_rate(np.nan_to_num(rho), k)
+    return np.where(np.isnan(rho), np.nan, np.where(full, by_rho, _ratio(c0, d)))
+
+
+def _columns(counts: WalkCounts, k: int) -> FloatArray:
+    """``[R, 4 K_max + K]``: per K, the drafts, draft tokens, accepted and accepted at position 1
+    of each request (a block of K_max columns each); then its per-position counts at K."""
+    return np.concatenate(
+        [
+            counts.drafts,
+            counts.draft_tokens,
+            counts.accepted,
+            counts.accepted_per_pos[:, :, 0],
+            counts.accepted_per_pos[:, k - 1, :k],
+        ],
+        axis=1,
+    )
+
+
+def _at_k(tot: FloatArray, boot: FloatArray | None, k: int, k_max: int) -> OfflineK:
+    """Acceptance at K from the column totals (:func:`_columns`), with the bootstrap's intervals
+    (``boot``: the resampled totals, ``[B, columns]``; None: no intervals)."""
+    cols = [k - 1 + i * k_max for i in range(4)]  # drafts, draft tokens, accepted, position 1
+    d, dt, a, c0 = (tot[c] for c in cols)
+    ci: dict[str, Interval | None] = {"rho": None, "tau": None, "alpha": None}
+    if boot is not None:
+        bd, bdt, ba, bc0 = (boot[:, c] for c in cols)
+        ci["rho"] = _interval(_ratio(ba, bdt))
+        ci["tau"] = _interval(1.0 + _ratio(ba, bd))
+        ci["alpha"] = _interval(_alpha_of(bd, bdt, ba, bc0, k))
+    point = [np.asarray([x], dtype=np.float64) for x in (d, dt, a, c0)]
+    alpha = float(_alpha_of(point[0], point[1], point[2], point[3], k)[0])
+    return OfflineK(
+        k=k,
+        num_drafts=float(d),
+        draft_acceptance_rate=float(a / dt) if dt > 0 else None,
+        draft_acceptance_rate_ci=ci["rho"],
+        mean_acceptance_length=1.0 + float(a / d) if d > 0 else None,
+        mean_acceptance_length_ci=ci["tau"],
+        alpha_iid=None if np.isnan(alpha) else alpha,
+        alpha_iid_ci=ci["alpha"],
+    )
+
+
+def _conditional_cis(boot: FloatArray | None, k: int, k_max: int) -> list[Interval | None]:
+    """The bootstrap intervals of α_i = c_i ÷ c_{i−1} at K (c_0: the drafts)."""
+    if boot is None:
+        return [None] * k
+    c = boot[:, 4 * k_max : 4 * k_max + k]
+    prev = np.concatenate([boot[:, k - 1 : k], c[:, :-1]], axis=1)
+    cond = _ratio(c, prev)
+    return [_interval(cond[:, i]) for i in range(k)]
+
+
 def summarize(
     counts: WalkCounts,
     k: int,
@@ -61,73 +120,23 @@ def summarize(
     """The estimate at K (its intervals by bootstrap) and the every-K detail, for these requests."""
     k_max = counts.k_max
     r = counts.drafts.shape[0]
-    # columns: per K: drafts, draft tokens, accepted, accepted at position 1; then the per-position
-    # counts at the chosen K
-    flat = np.concatenate(
-        [
-            counts.drafts,
-            counts.draft_tokens,
-            counts.accepted,
-            counts.accepted_per_pos[:, :, 0],
-            counts.accepted_per_pos[:, k - 1, :k],
-        ],
-        axis=1,
-    )
+    flat = _columns(counts, k)
     tot = flat.sum(axis=0)
     boot = _resampled_sums(flat, resamples, rng) if r > 1 and resamples > 0 else None
-
-    def alpha_of(
-        d: FloatArray, dt: FloatArray, a: FloatArray, c0: FloatArray, kk: int
-    ) -> FloatArray:
-        """α as :func:`~alphagate.measure.estimate.estimate` defines it: the i.i.d. α that gives ρ
-        at K when every draft has K tokens, else (short n-gram drafts) position 1's acceptance."""
-        full = dt >= kk * d * (1 - 1e-6) - 0.5
-        rho = np.clip(_ratio(a, dt), 0.0, 1.0)
-        by_rho = alpha_from_draft_acceptance_rate(np.nan_to_num(rho), kk)
-        return np.where(np.isnan(rho), np.nan, np.where(full, by_rho, _ratio(c0, d)))
-
-    by_k = []
-    for kk in range(1, k_max + 1):
-        cols = [kk - 1 + i * k_max for i in range(4)]  # drafts, draft tokens, accepted, position 1
-        d, dt, a, c0 = (tot[c] for c in cols)
-        ci: dict[str, Interval | None] = {"rho": None, "tau": None, "alpha": None}
-        if boot is not None:
-            bd, bdt, ba, bc0 = (boot[:, c] for c in cols)
-            ci["rho"] = _interval(_ratio(ba, bdt))
-            ci["tau"] = _interval(1.0 + _ratio(ba, bd))
-            ci["alpha"] = _interval(alpha_of(bd, bdt, ba, bc0, kk))
-        point = [np.asarray([x], dtype=np.float64) for x in (d, dt, a, c0)]
-        alpha = float(alpha_of(point[0], point[1], point[2], point[3], kk)[0])
-        by_k.append(
-            OfflineK(
-                k=kk,
-                num_drafts=float(d),
-                draft_acceptance_rate=float(a / dt) if dt > 0 else None,
-                draft_acceptance_rate_ci=ci["rho"],
-                mean_acceptance_length=1.0 + float(a / d) if d > 0 else None,
-                mean_acceptance_length_ci=ci["tau"],
-                alpha_iid=None if np.isnan(alpha) else alpha,
-                alpha_iid_ci=ci["alpha"],
-            )
-        )
+    by_k = [_at_k(tot, boot, kk, k_max) for kk in range(1, k_max + 1)]
     at = by_k[k - 1]
     per_pos = [float(x) for x in tot[4 * k_max : 4 * k_max + k]]
     est = estimate(at.num_drafts, tot[k_max + k - 1], tot[2 * k_max + k - 1], per_pos, k=k)
-    update: dict[str, object] = {
-        "draft_acceptance_rate_ci": at.draft_acceptance_rate_ci,
-        "mean_acceptance_length_ci": at.mean_acceptance_length_ci,
-        "alpha_iid_ci": at.alpha_iid_ci,
-        "interval_basis": f"{r} requests (bootstrap)",
-        "design_effect": None,
-    }
-    if boot is not None:
-        c = boot[:, 4 * k_max : 4 * k_max + k]
-        prev = np.concatenate([boot[:, k - 1 : k], c[:, :-1]], axis=1)
-        cond = _ratio(c, prev)
-        update["alpha_by_pos_ci"] = [_interval(cond[:, i]) for i in range(k)]
-    else:
-        update["alpha_by_pos_ci"] = [None] * k
-    est = est.model_copy(update=update)
+    est = est.model_copy(
+        update={
+            "draft_acceptance_rate_ci": at.draft_acceptance_rate_ci,
+            "mean_acceptance_length_ci": at.mean_acceptance_length_ci,
+            "alpha_iid_ci": at.alpha_iid_ci,
+            "interval_basis": f"{r} requests (bootstrap)",
+            "design_effect": None,
+            "alpha_by_pos_ci": _conditional_cis(boot, k, k_max),
+        }
+    )
     detail = OfflineClass(
         requests=r,
         prompt_tokens=int(prompt_tokens.sum()),

@@ -1,0 +1,23 @@
+"""The Python API answers as the commands print: ``ag.build_plan`` words its verdict and what
+would change it exactly as ``alphagate plan --json`` does for the same request."""
+
+from __future__ import annotations
+
+import alphagate as ag
+from tests.conftest import Cli
+
+
+def test_build_plan_is_worded_as_the_plan_command_prints_it(cli: Cli) -> None:
+    classes = (
+        ag.TrafficClass(name="chat", share=0.7, alpha=0.7),
+        ag.TrafficClass(name="code", share=0.3, alpha=0.4),
+    )
+    plan = ag.build_plan(
+        ag.PlanRequest(workload=ag.WorkloadConfig(classes=classes), concurrency=64)
+    )
+    printed = cli.json(
+        "plan", "--class", "chat:0.7:0.7", "--class", "code:0.3:0.4", "--concurrency", "64"
+    )
+    assert plan.reason and plan.reason == printed["reason"]
+    assert plan.change_verdict == printed["change_verdict"]
+    assert plan.verdict == printed["verdict"]
