@@ -194,13 +194,26 @@ def quantiles(
     values: FloatArray, weights: FloatArray, request: IntArray, counts: FloatArray, qs: list[float]
 ) -> FloatArray:
     """Weighted quantiles (:func:`alphagate.sim.results.weighted_quantiles`' rule) of ``values``
-    in every resample (``counts``, from :func:`resamples`): shape ``[len(qs), n_resamples]``."""
+    in every resample (``counts``, from :func:`resamples`): shape ``[len(qs), n_resamples]``.
+
+    Only the top of the sorted values is weighed per resample: a tail whose weight exceeds
+    ``1 − min(qs)`` of the total in every resample holds each quantile, and everything below it
+    counts whole — the full ``[n_resamples, n_samples]`` weights are never formed."""
     order = np.argsort(values, kind="stable")
-    v = values[order]
-    w = counts[:, request[order]] * weights[order]  # [n_resamples, n_samples]
-    cum = np.cumsum(w, axis=1)
+    v, w_s, req = values[order], weights[order], request[order]
+    total = counts @ np.bincount(request, weights=weights, minlength=counts.shape[1])
+    need = (1.0 - min(qs)) * total[:, None]
+    size = min(v.size, max(64, int(4 * (1.0 - min(qs)) * v.size)))
+    while True:
+        start = v.size - size
+        w = counts[:, req[start:]] * w_s[start:]  # [n_resamples, size]
+        cum = np.cumsum(w, axis=1)
+        head = total[:, None] - cum[:, -1:]  # the weight below the tail, per resample
+        if start == 0 or (cum[:, -1:] > need).all():
+            break
+        size = min(v.size, size * 4)
     out = np.empty((len(qs), counts.shape[0]))
     for i, q in enumerate(qs):
-        idx = (cum < q * cum[:, -1:]).sum(axis=1)
+        idx = start + (head + cum < q * total[:, None]).sum(axis=1)
         out[i] = v[np.minimum(idx, v.size - 1)]
     return out
