@@ -1,87 +1,81 @@
 """Twins on 127.0.0.1 in processes of their own, started from the command line as users start
 them (``alphagate twin …``), an A/B against them, and ``explain`` of it: what the injected-cause
-tests share."""
+tests share. The bench and ``explain`` run in the test's process (the CLI as invoked), which
+saves an interpreter's start per call; the twins, which serve, have processes of their own."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import Cli
 from tests.servers import free_port
 
 
-def alphagate(
-    *args: str, cwd: Path | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """``alphagate ARGS`` in its own process, as a user runs it."""
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "alphagate", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+def _started(proc: subprocess.Popen[bytes], url: str, log: Path, deadline: float) -> None:
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"twin did not start: {log.read_text()}") from None
+            time.sleep(0.05)
 
 
 @contextmanager
-def twin(args: list[str], log: Path) -> Iterator[str]:
-    """``alphagate twin ARGS`` on a free port until the block ends; yields its URL."""
-    port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "alphagate", "twin", *args, "--port", str(port),
-             "--log-stats-interval", "0"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+def twins(*runs: tuple[list[str], Path]) -> Iterator[list[str]]:
+    """``alphagate twin ARGS`` for each (ARGS, log) on free ports, all started at once, until
+    the block ends; yields their URLs."""
+    procs, urls = [], []
     try:
+        for args, log in runs:
+            port = free_port()
+            cmd = [sys.executable, "-m", "alphagate", "twin", *args, "--port", str(port)]
+            with log.open("wb") as out:
+                procs.append(
+                    subprocess.Popen(
+                        [*cmd, "--log-stats-interval", "0"], stdout=out, stderr=subprocess.STDOUT
+                    )
+                )
+            urls.append(f"http://127.0.0.1:{port}")
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"twin {args} did not start: {log.read_text()}") from None
-                time.sleep(0.1)
-        yield url
+        for proc, url, (_, log) in zip(procs, urls, runs, strict=True):
+            _started(proc, url, log, deadline)
+        yield urls
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def bench(out: Path, dataset: Path, args: list[str], **urls: str) -> dict[str, Any]:
     """``alphagate bench`` against ``urls`` (baseline_url, candidate_url, or url); its summary."""
     flags = [x for k, v in urls.items() for x in (f"--{k.replace('_', '-')}", v)]
-    r = alphagate("bench", *flags, "--dataset", str(dataset), *args, "--out", str(out),
-                  "--no-progress", "--json")  # fmt: skip
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    summary: dict[str, Any] = json.loads(r.stdout)
-    return summary
-
-
-def ab(tmp: Path, base: list[str], cand: list[str], dataset: Path, args: list[str]) -> Path:
-    """An A/B of two twins; the path of its summary."""
-    with ExitStack() as stack:
-        b = stack.enter_context(twin(base, tmp / "base.log"))
-        c = stack.enter_context(twin(cand, tmp / "cand.log"))
-        bench(tmp / "ab", dataset, args, baseline_url=b, candidate_url=c)
-    return tmp / "ab" / "summary.json"
+    return Cli().json(
+        "bench", *flags, "--dataset", str(dataset), *args, "--out", str(out), "--no-progress"
+    )
 
 
 def explain(summary: Path, *args: str) -> dict[str, Any]:
-    r = alphagate("explain", str(summary), *args, "--json")
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    data: dict[str, Any] = json.loads(r.stdout)
-    assert data["schema"] == "alphagate.results/v1" and data["verb"] == "explain"
+    data = Cli().json("explain", str(summary), *args)
+    assert data["verb"] == "explain"
     return data
+
+
+def explain_text(summary: Path, *args: str) -> str:
+    """What ``explain`` prints for people."""
+    r = Cli().run("explain", str(summary), *args)
+    assert r.exit_code == 0, r.output
+    return str(r.output)
