@@ -49,7 +49,7 @@ def workload(rng: np.random.Generator) -> TokenBatch:
 
 def reference(b: TokenBatch, n_req: int) -> tuple[int, int]:
     """vLLM's proposer, one call per engine step (K = 4): (drafts, accepted) for n_req requests."""
-    from tests.measure.vllm_ngram_port import (
+    from tests.measure.offline.vllm_ngram_port import (
         vllm_find_longest_matched_ngram_and_propose_tokens as propose,
     )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from alphagate.cli import app
@@ -21,6 +22,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     # started in the background by a shell without job control, the tests inherit SIGINT
     # ignored, and so would every alphagate they start and interrupt: restore the default
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# A property test checks an invariant, not a speed: Hypothesis' default 200 ms deadline per
+# example fails a test whose example a loaded 2-core machine runs late (378 ms seen in
+# tests/theory/test_speedup.py), so the project's profile sets none.
+settings.register_profile("alphagate", deadline=None)
+settings.load_profile("alphagate")
 
 
 #: Test modules that start a server, a subprocess, a browser or Prometheus (or use a fixture
@@ -39,27 +46,38 @@ INTEGRATION_MODULES = frozenset(
         "cli/test_full_disk", "cli/test_hardening", "cli/test_hardening_rounds2",
         "cli/test_measure_offline", "cli/test_model", "cli/test_report", "cli/test_signals",
         "fuzz/test_fuzz",
-        "gate/test_evidence", "gate/test_gate", "gate/test_soundness", "gate/test_stages",
-        "measure/test_live", "measure/test_offline_ray", "measure/test_prometheus",
+        "gate/test_evaluate", "gate/test_evidence", "gate/test_soundness", "gate/test_stages",
+        "measure/offline/test_ray", "measure/test_live", "measure/test_prometheus",
         "measure/test_sglang",
         "report/test_browser", "report/test_charts", "report/test_figures", "report/test_html",
         "report/test_inputs", "report/test_plots",
-        "test_docs", "test_layering", "test_secrets",
-        "twin/test_statslog", "twin/test_twin_background", "twin/test_twin_counters",
-        "twin/test_twin_http",
+        "test_docs", "test_secrets",
+        "twin/test_background", "twin/test_metrics", "twin/test_server", "twin/test_statslog",
     )
 )  # fmt: skip
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _integration_path(path: Path) -> bool:
+    """A module of the integration tier, or the real-engine folder (or a file in it)."""
+    rel = path.resolve().relative_to(ROOT).as_posix()
+    return rel in INTEGRATION_MODULES or (rel + "/").startswith("tests/real_engine/")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the unit tier (``-m "not integration"``) the integration modules are not imported at
+    all: each xdist worker collects, and their imports (torch, matplotlib, the servers) would cost
+    every worker seconds for tests it deselects."""
+    if " ".join(str(config.getoption("markexpr", "")).split()) != "not integration":
+        return None
+    return True if _integration_path(collection_path) else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(__file__).resolve().parent.parent
     for item in items:
-        rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
-        if (
-            rel in INTEGRATION_MODULES
-            or rel.startswith("tests/real_engine/")
-            or item.get_closest_marker("timing")
-        ):
+        if _integration_path(Path(str(item.fspath))) or item.get_closest_marker("timing"):
             item.add_marker(pytest.mark.integration)
 
 
@@ -81,6 +99,29 @@ def _unit_tests_start_nothing(
 
     monkeypatch.setattr(socket.socket, "listen", refuse)
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+
+def _one_torch_thread() -> None:
+    """Tests run tiny models: torch's default of a thread per core makes each worker's OpenMP
+    threads spin against the other's on two cores (measured: measure/offline/test_run.py took 51 s of
+    CPU at the default, 10 s at one thread), and the product's own advice for small models on
+    busy cores is one (``measure offline --threads``). Set where torch is already loaded: the
+    tests that use it import it, the others never pay for it."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> object:
+    _one_torch_thread()  # for fixtures that build models
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    _one_torch_thread()  # for a test whose fixture imported torch
+    return (yield)
 
 
 class Cli:
@@ -148,8 +189,22 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return cwd, r.stdout
 
 
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The offline tests' tiny models (``tests.measure.offline.fixtures.build``: a target, a draft
+    model, EAGLE-3 heads), built once per test run for every module and worker that reads them;
+    torch is imported only by the tests that ask."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tests.measure.offline.fixtures import Tiny, build
+    from tests.shared import made_once, shared_root
+
+    return Tiny.at(made_once(shared_root(tmp_path_factory) / "offline-models", build))
+
+
 # The results files (sweep, plan, bench A/B, measure, gate) written once per session for the report
 # and CLI tests: registered here, at the root, so that one session computes them once.
+from tests.plans import chat_code_plan, plans  # noqa: E402
 from tests.results_files import results  # noqa: E402
 
-__all__ = ["Cli", "demo_run", "results"]
+__all__ = ["Cli", "chat_code_plan", "demo_run", "plans", "results"]

@@ -14,8 +14,14 @@ from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
-from tests.servers import twin
+from tests.servers import bench_ab
 
+#: Llama-3.1-8B in BF16 on one H100: the small deployment of the sweeps below
+LLAMA_8B = ("--model", "llama-3.1-8b", "--dtype", "bf16")
+#: a small sweep: three concurrencies, two α, two K, no simulated break-even
+SMALL_SWEEP = (
+    *LLAMA_8B, "--concurrency", "1,8,32", "--alpha", "0.5,0.8", "--k", "2,4", "--no-breakeven-sim",
+)  # fmt: skip
 #: The classes the candidate twin serves: what the per-class figures must recover.
 CLASS_ALPHA = {"chat": 0.8, "code": 0.4}
 K = 3
@@ -43,22 +49,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("results")
     cli = Cli()
     out = {
-        "sweep": _write_json(
-            cli,
-            root / "sweep.json",
-            "simulate",
-            "--model",
-            "llama-3.1-8b",
-            "--dtype",
-            "bf16",
-            "--concurrency",
-            "1,8,32",
-            "--alpha",
-            "0.5,0.8",
-            "--k",
-            "2,4",
-            "--no-breakeven-sim",
-        ),
+        "sweep": _write_json(cli, root / "sweep.json", "simulate", *SMALL_SWEEP),
         "plan": _write_json(
             cli,
             root / "plan.json",
@@ -91,23 +82,20 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = TwinConfig(deployment=dep, workload=wl, k=0, time_scale=0.2, seed=1)
     cand = TwinConfig(deployment=dep, workload=wl, k=K, time_scale=0.2, seed=2)
     bench_dir = root / "bench"
-    with twin(base) as (b_url, _), twin(cand) as (c_url, _):
-        r = cli.run(
-            "bench",
-            "--baseline-url",
-            b_url,
-            "--candidate-url",
-            c_url,
-            "--dataset",
-            str(_dataset(root / "traffic.jsonl")),
-            "--num-prompts",
-            "80",
-            "--concurrency",
-            "1,8",
-            "--out",
-            str(bench_dir),
-            "--json",
-        )
+    r = bench_ab(
+        cli,
+        base,
+        cand,
+        "--dataset",
+        str(_dataset(root / "traffic.jsonl")),
+        "--num-prompts",
+        "80",
+        "--concurrency",
+        "1,8",
+        "--out",
+        str(bench_dir),
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     out["bench"] = bench_dir / "summary.json"
     log = Path(__file__).parent / "measure" / "vllm_0_32_specdecoding.log"

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from aiohttp import web
@@ -28,6 +29,11 @@ from aiohttp import web
 from alphagate.twin.background import serve_in_thread, twin_in_thread
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import TwinEngine
+
+if TYPE_CHECKING:
+    from click.testing import Result
+
+    from tests.conftest import Cli
 
 #: what the gate says of an A/B that measured a client or twin falling behind (bench/validity.py)
 DISTORTED = "the A/B measured its client or server falling behind"
@@ -46,6 +52,13 @@ def serve(app: web.Application) -> AbstractContextManager[str]:
 def twin(config: TwinConfig, port: int = 0) -> AbstractContextManager[tuple[str, TwinEngine]]:
     """A twin on 127.0.0.1:``port`` (0: a free port); yields (base URL, its engine)."""
     return twin_in_thread(config, port)
+
+
+def bench_ab(cli: Cli, base: TwinConfig, cand: TwinConfig, *args: str) -> Result:
+    """``alphagate bench`` of a baseline twin (``base``) against a candidate twin (``cand``),
+    both on 127.0.0.1 for the run, with ``args`` after the two URLs."""
+    with twin(base) as (b_url, _), twin(cand) as (c_url, _):
+        return cli.run("bench", "--baseline-url", b_url, "--candidate-url", c_url, *args)
 
 
 def faulty_app() -> web.Application:

@@ -6,16 +6,12 @@ import pytest
 
 from alphagate.bench.chunks import chunk_acceptance, itl_per_token_samples
 from alphagate.bench.records import RequestRecord
+from tests.records import streamed
 
 
 def test_chunk_acceptance_by_hand() -> None:
     def rec(tokens: list[int]) -> RequestRecord:
-        return RequestRecord(
-            run_id="r", id=0, target="candidate", level="c1", cls="chat", prompt_tokens=1,
-            output_tokens=sum(tokens), send_s=0.0, ttft_s=0.01,
-            chunk_times_s=[0.01 * (i + 1) for i in range(len(tokens))], chunk_tokens=tokens,
-            tokens_per_chunk_source="usage", e2e_s=0.1,
-        )  # fmt: skip
+        return streamed([0.01 * (i + 1) for i in range(len(tokens))], tokens, cls="chat")
 
     # first and last chunks are skipped; 6 tokens is more than K + 1 = 4 (merged steps)
     est, skipped = chunk_acceptance([rec([1, 3, 1, 2, 4, 6, 2, 1])], k=3)
@@ -27,10 +23,6 @@ def test_chunk_acceptance_by_hand() -> None:
 
 
 def test_itl_per_token_samples_by_hand() -> None:
-    r = RequestRecord(
-        run_id="r", id=0, target="baseline", level="c1", cls=None, prompt_tokens=1,
-        output_tokens=6, send_s=0.0, ttft_s=0.1, chunk_times_s=[0.1, 0.3, 0.6],
-        chunk_tokens=[1, 2, 3], tokens_per_chunk_source="usage", e2e_s=0.6,
-    )  # fmt: skip
+    r = streamed([0.1, 0.3, 0.6], [1, 2, 3], target="baseline")
     vals, w = itl_per_token_samples([r])
     assert vals == pytest.approx([0.1, 0.1]) and list(w) == [2.0, 3.0]

@@ -12,7 +12,6 @@ import pytest
 
 from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.limits import FaultLimits
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.runner import BenchRunner
 from alphagate.net.mock import MockTransport, Request, Response
@@ -141,24 +140,3 @@ def test_a_metrics_url_that_cannot_be_read_is_reported_once() -> None:
     assert scrape.url == "http://vllm:9000/metrics"
     assert scrape.headers["Authorization"].startswith("Basic ")
     assert all(lv.acceptance is None for lv in runner.levels)
-
-
-def test_the_error_rate_counts_the_level_from_its_minimum_requests() -> None:
-    cfg = _config(max_error_rate=0.5)
-    limits = FaultLimits(cfg, t0=0.0)
-    ok = RequestRecord(
-        run_id="r", id=0, target="t", level="l", cls=None, prompt_tokens=1, output_tokens=1,
-        send_s=0.0, ttft_s=0.1, chunk_times_s=[0.1], chunk_tokens=[1],
-        tokens_per_chunk_source="usage", e2e_s=0.1,
-    )  # fmt: skip
-    bad = ok.model_copy(update={"error_type": "http_500", "error_message": "x"})
-    for rec in [bad] * (cfg.MIN_REQUESTS_FOR_RATE - 1):
-        limits.count(rec)
-    assert limits.reason is None  # every request failed, but too few to judge a rate
-    limits.new_level()
-    for rec in [ok, bad] * (cfg.MIN_REQUESTS_FOR_RATE // 2) + [bad]:
-        limits.count(rec)
-    assert limits.reason == (
-        f"error rate {cfg.MIN_REQUESTS_FOR_RATE // 2 + 1}/{cfg.MIN_REQUESTS_FOR_RATE + 1} above "
-        "--max-error-rate 0.5"
-    )

@@ -7,6 +7,7 @@ import pytest
 from alphagate.bench.records import RequestRecord, summarize_level
 from alphagate.bench.slo import SLO, goodput_of, missed_bounds, parse_slo, request_latencies_ms
 from alphagate.core.errors import ConfigError
+from tests.records import streamed
 
 
 def rec(
@@ -18,22 +19,8 @@ def rec(
     error: str | None = None,
     warmup: bool = False,
 ) -> RequestRecord:
-    return RequestRecord(
-        run_id="r",
-        id=i,
-        target="default",
-        level="c1",
-        cls=None,
-        prompt_tokens=4,
-        output_tokens=sum(tokens) if error is None else None,
-        send_s=send,
-        ttft_s=times[0] if times else None,
-        chunk_times_s=times,
-        chunk_tokens=tokens,
-        tokens_per_chunk_source="usage",
-        e2e_s=times[-1] if times else None,
-        error_type=error,
-        warmup=warmup,
+    return streamed(
+        times, tokens, id=i, target="default", send_s=send, error_type=error, warmup=warmup
     )
 
 

@@ -16,6 +16,7 @@ from alphagate.bench.validity import BOUNDS, ServerLag, run_validity
 from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
+from tests.records import streamed
 from tests.servers import twin
 
 #: wall-clock behaviour: `make test` runs these alone (see the Makefile)
@@ -23,11 +24,7 @@ pytestmark = pytest.mark.timing
 
 
 def _record(times: list[float]) -> RequestRecord:
-    return RequestRecord(
-        run_id="r", id=0, target="candidate", level="c1", cls=None, prompt_tokens=4,
-        output_tokens=len(times), send_s=0.0, ttft_s=times[0], chunk_times_s=times,
-        chunk_tokens=[1] * len(times), tokens_per_chunk_source="usage", e2e_s=times[-1],
-    )  # fmt: skip
+    return streamed(times)
 
 
 def test_bunched_reads_are_distortion_and_steady_gaps_are_not() -> None:

@@ -18,20 +18,10 @@ from alphagate.sim.engine import Scenario
 from alphagate.sim.results import summarize
 from alphagate.sim.run import run_scenarios
 from alphagate.sim.workload import ClosedLoop, RequestSet, unconditional_table
-from alphagate.specs import DeploymentConfig, resolve_deployment
+from alphagate.specs import resolve_deployment
 from alphagate.specs.calibration import FittedCoefficient, coefficient_values, with_coefficients
+from tests.calibrate.truth import ALPHA, BASE, TRUTH
 
-BASE = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", gpu="h100")
-TRUTH = {
-    "target_time_scale": 1.15,
-    "draft_time_scale": 1.3,
-    "step_overhead_s": 1.6e-3,
-    "per_seq_overhead_s": 12e-6,
-    "per_token_overhead_s": 3e-6,
-    "spec_step_overhead_s": 0.3e-3,
-    "draft_forward_overhead_s": 0.25e-3,
-}
-ALPHA = (0.8, 0.7, 0.6)
 #: (concurrency, K, prompt, output, requests): decode levels, and one-at-a-time long prefills
 LEVELS = [
     (1, 0, 2048, 16, 8),

@@ -15,27 +15,16 @@ from alphagate.calibrate.predict import predict_level
 from alphagate.calibrate.sweep import LiveSweep, SweepRun, run_live_sweep
 from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import COEFFICIENTS, build_cost_model
-from alphagate.specs import DeploymentConfig, WorkloadConfig, resolve_deployment
+from alphagate.specs import WorkloadConfig, resolve_deployment
 from alphagate.specs.calibration import coefficient_values, with_coefficients
 from alphagate.twin.background import twin_in_thread
 from alphagate.twin.config import TwinConfig
+from tests.calibrate.truth import ALPHA, BASE, TRUTH
 
 #: wall-clock behaviour: `make test` runs these alone (see the Makefile)
 pytestmark = pytest.mark.timing
 
-BASE = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16", gpu="h100")
-TRUTH = {
-    "target_time_scale": 1.15,
-    "draft_time_scale": 1.3,
-    "step_overhead_s": 1.6e-3,
-    "per_seq_overhead_s": 12e-6,
-    "per_token_overhead_s": 3e-6,
-    "spec_step_overhead_s": 0.3e-3,
-    "draft_forward_overhead_s": 0.25e-3,
-}
-WORKLOAD = WorkloadConfig(
-    classes=(TrafficClass(name="a", share=1.0, alpha_by_pos=(0.8, 0.7, 0.6)),)
-)
+WORKLOAD = WorkloadConfig(classes=(TrafficClass(name="a", share=1.0, alpha_by_pos=ALPHA),))
 #: The twins run at half speed, so that a busy 2-core machine (the client, both twins and
 #: whatever else runs) keeps up with their steps; calibrate divides the times by it.
 TIME_SCALE = 2.0

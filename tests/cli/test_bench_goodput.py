@@ -21,7 +21,7 @@ from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
-from tests.servers import twin
+from tests.servers import bench_ab
 
 #: wall-clock behaviour: `make test` runs these alone (see the Makefile)
 pytestmark = pytest.mark.timing
@@ -79,28 +79,12 @@ def test_goodput_equals_a_recount_and_csv_equals_json(cli: Cli, tmp_path: Path) 
     base = TwinConfig(deployment=_dep(), workload=WL, k=0, time_scale=1.0, seed=4)
     cand = TwinConfig(deployment=_dep(), workload=WL, k=3, time_scale=1.0, seed=4)
     itl_bound, ttft_bound = 7.5, 25.0
-    with twin(base) as (b_url, _), twin(cand) as (c_url, _):
-        r = cli.run(
-            "bench",
-            "--baseline-url",
-            b_url,
-            "--candidate-url",
-            c_url,
-            "--concurrency",
-            "1,4",
-            "-n",
-            "16",
-            "--warmup",
-            "1",
-            "--dataset",
-            "synthetic:in=16,out=24",
-            "--slo",
-            f"itl_per_token_p99_ms={itl_bound},ttft_p99_ms={ttft_bound}",
-            "--format",
-            "csv",
-            "--out",
-            str(tmp_path),
-        )
+    r = bench_ab(
+        cli, base, cand, "--concurrency", "1,4", "-n", "16", "--warmup", "1",
+        "--dataset", "synthetic:in=16,out=24",
+        "--slo", f"itl_per_token_p99_ms={itl_bound},ttft_p99_ms={ttft_bound}",
+        "--format", "csv", "--out", str(tmp_path),
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["slo"]["bounds_ms"] == {"itl_per_token_p99_ms": 7.5, "ttft_ms": 25.0}
@@ -159,28 +143,11 @@ def test_knee_search_finds_the_known_break(cli: Cli, tmp_path: Path) -> None:
     small = TwinConfig(deployment=_dep(3), workload=WL, k=0, time_scale=2.0)
     large = TwinConfig(deployment=_dep(6), workload=WL, k=0, time_scale=2.0)
     plots = tmp_path / "plots"
-    with twin(small) as (b_url, _), twin(large) as (c_url, _):
-        r = cli.run(
-            "bench",
-            "--baseline-url",
-            b_url,
-            "--candidate-url",
-            c_url,
-            "--sweep",
-            "concurrency:1..16",
-            "--slo",
-            "ttft_ms=150",
-            "-n",
-            "6",
-            "--dataset",
-            "synthetic:in=8,out=24",
-            "--no-metrics",
-            "--plot",
-            str(plots),
-            "--out",
-            str(tmp_path / "o"),
-            "--json",
-        )
+    r = bench_ab(
+        cli, small, large, "--sweep", "concurrency:1..16", "--slo", "ttft_ms=150", "-n", "6",
+        "--dataset", "synthetic:in=8,out=24", "--no-metrics", "--plot", str(plots),
+        "--out", str(tmp_path / "o"), "--json",
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
     knees = {k["target"]: k for k in s["sweep"]["knees"]}

@@ -8,7 +8,7 @@ from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
-from tests.servers import twin
+from tests.servers import bench_ab
 
 
 def test_bench_plot_writes_the_measured_figures(cli: Cli, tmp_path: Path) -> None:
@@ -16,13 +16,10 @@ def test_bench_plot_writes_the_measured_figures(cli: Cli, tmp_path: Path) -> Non
     wl = WorkloadConfig(classes=(TrafficClass(name="chat", share=1.0, alpha=0.7),))
     base = TwinConfig(deployment=dep, workload=wl, k=0, time_scale=0.0)
     cand = TwinConfig(deployment=dep, workload=wl, k=3, time_scale=0.0)
-    with twin(base) as (b_url, _), twin(cand) as (c_url, _):
-        r = cli.run(
-            "bench", "--baseline-url", b_url, "--candidate-url", c_url,
-            "--dataset", "synthetic:in=32,out=48", "--num-prompts", "24",
-            "--concurrency", "1,4", "--out", str(tmp_path / "run"),
-            "--plot", str(tmp_path / "plots"),
-        )  # fmt: skip
+    r = bench_ab(
+        cli, base, cand, "--dataset", "synthetic:in=32,out=48", "--num-prompts", "24",
+        "--concurrency", "1,4", "--out", str(tmp_path / "run"), "--plot", str(tmp_path / "plots"),
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert names == [

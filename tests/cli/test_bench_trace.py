@@ -17,7 +17,7 @@ import pytest
 from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
-from tests.servers import twin
+from tests.servers import bench_ab
 
 DEP = DeploymentConfig(model="llama-3.1-8b", weight_dtype="bf16")
 REPORT = Path(__file__).resolve().parents[2] / ".cache" / "bench" / "report.json"
@@ -52,12 +52,10 @@ def test_trace_replay_reproduces_arrivals_and_lengths(cli: Cli, tmp_path: Path) 
     trace = _trace(tmp_path / "trace.jsonl", 40, rate=40.0)
     base = TwinConfig(deployment=DEP, k=0, time_scale=1.0)
     cand = TwinConfig(deployment=DEP, k=3, time_scale=1.0)
-    with twin(base) as (b_url, _), twin(cand) as (c_url, _):
-        r = cli.run(
-            "bench", "--baseline-url", b_url, "--candidate-url", c_url,
-            "--trace", str(tmp_path / "trace.jsonl"), "--time-scale", "0.5",
-            "--slo", "ttft_ms=1000", "--out", str(tmp_path / "o"), "--json",
-        )  # fmt: skip
+    r = bench_ab(
+        cli, base, cand, "--trace", str(tmp_path / "trace.jsonl"), "--time-scale", "0.5",
+        "--slo", "ttft_ms=1000", "--out", str(tmp_path / "o"), "--json",
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
     assert [(lv["target"], lv["level"], lv["time_scale"]) for lv in s["levels"]] == [

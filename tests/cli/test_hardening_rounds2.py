@@ -330,12 +330,11 @@ def test_more_workers_than_requests_use_fewer_and_say_so(cli: Cli, tmp_path: Pat
     assert len(_records(tmp_path / "o")) == 4
 
 
-def test_measure_offline_bad_checkpoints_and_drafters_exit_2(cli: Cli, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from tests.measure.offline_fixtures import build, greedy_log
+def test_measure_offline_bad_checkpoints_and_drafters_exit_2(
+    cli: Cli, tiny: Any, tmp_path: Path
+) -> None:
+    from tests.measure.offline.fixtures import greedy_log
 
-    tiny = build(tmp_path / "models")
     log = tmp_path / "log.jsonl"
     greedy_log(tiny, log, ["def f(x):\n    ", "Dear reader,"], 8, ["a", "b"])
     base = ["measure", "offline", "--log", str(log), "--target", str(tiny.target), "--json"]

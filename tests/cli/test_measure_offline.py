@@ -12,12 +12,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.conftest import Cli
-from tests.measure.offline_fixtures import Tiny, build, greedy_log
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    return build(tmp_path_factory.mktemp("cli-offline"))
+from tests.measure.offline.fixtures import Tiny, greedy_log
 
 
 @pytest.fixture(scope="module")

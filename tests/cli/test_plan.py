@@ -5,25 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import Cli
+from tests.plans import PlanRun
 
 
-def test_plan_plot_writes_the_plan_figures(cli: Cli, tmp_path: Path) -> None:
-    r = cli.run(
-        "plan",
-        "--class",
-        "chat:0.7:0.7",
-        "--class",
-        "code:0.3:0.4",
-        "--concurrency",
-        "64",
-        "--peak-concurrency",
-        "256",
-        "--plot",
-        str(tmp_path / "plots"),
-    )
-    assert r.exit_code == 0, r.output
-    assert "plots written to" in r.output
-    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+def test_plan_plot_writes_the_plan_figures(chat_code_plan: PlanRun) -> None:
+    assert "plots written to" in chat_code_plan.output
+    names = sorted(p.name for p in chat_code_plan.plots.iterdir())
     # one given α per class and nothing measured: no α-by-position chart (a flat line says
     # nothing the table does not)
     assert names == [
@@ -31,7 +18,7 @@ def test_plan_plot_writes_the_plan_figures(cli: Cli, tmp_path: Path) -> None:
         "itl_per_token.png",
         "speedup_vs_concurrency.png",
     ]
-    for p in (tmp_path / "plots").iterdir():
+    for p in chat_code_plan.plots.iterdir():
         assert p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 10_000
 
 

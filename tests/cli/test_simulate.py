@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
+from tests.results_files import LLAMA_8B, SMALL_SWEEP
 
 
 def test_default_simulation_70b_fp8_on_h100(cli: Cli) -> None:
@@ -45,22 +46,7 @@ def test_default_simulation_70b_fp8_on_h100(cli: Cli) -> None:
 
 
 def test_table_output_and_plots(cli: Cli, tmp_path: Path) -> None:
-    r = cli.run(
-        "simulate",
-        "--model",
-        "llama-3.1-8b",
-        "--dtype",
-        "bf16",
-        "--concurrency",
-        "1,8,32",
-        "--alpha",
-        "0.5,0.8",
-        "--k",
-        "2,4",
-        "--no-breakeven-sim",
-        "--plot",
-        str(tmp_path),
-    )
+    r = cli.run("simulate", *SMALL_SWEEP, "--plot", str(tmp_path))
     assert r.exit_code == 0, r.output
     assert "Throughput speedup" in r.output and "ITL per token" in r.output
     for name in ("speedup_vs_load.png", "p99_itl_per_token.png", "itl_per_token_cdf.png"):
@@ -115,10 +101,7 @@ def test_output_lengths_from_file(cli: Cli, tmp_path: Path) -> None:
     f.write_text("# observed output lengths\n120\n80\n300\n")
     d = cli.json(
         "simulate",
-        "--model",
-        "llama-3.1-8b",
-        "--dtype",
-        "bf16",
+        *LLAMA_8B,
         "--concurrency",
         "4",
         "--alpha",

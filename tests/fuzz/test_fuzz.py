@@ -403,7 +403,7 @@ def test_measure_logs_lines(lines: list[str], flags: list[str], twice: bool) -> 
 
 
 # ---------------------------------------------------------------- measure offline checkpoints
-def test_offline_checkpoints(tmp_path: Path) -> None:
+def test_offline_checkpoints(tiny: Any, tmp_path: Path) -> None:
     """A checkpoint of any content — the head of this run, another's, none; whole lines, lines
     cut anywhere, lines mutated, random JSON, random bytes — is resumed (the same numbers as a
     run without it where it held only this run's whole lines) or refused with exit 2."""
@@ -415,9 +415,8 @@ def test_offline_checkpoints(tmp_path: Path) -> None:
     from alphagate.measure.offline.run import measure_offline
     from alphagate.measure.offline.score import load
     from alphagate.measure.results import MeasureError
-    from tests.measure.offline_fixtures import build, greedy_log
+    from tests.measure.offline.fixtures import greedy_log
 
-    tiny = build(tmp_path / "models")
     log = tmp_path / "log.jsonl"
     greedy_log(tiny, log, ["def f(x):\n    ", "((((((((", "Dear reader,"], 12, ["a", "b", "a"])
     base = OfflineConfig(

@@ -35,7 +35,7 @@ def test_a_scrape_reads_the_counters_of_the_series_asked_for() -> None:
 
 
 async def _slow(req: Request) -> Response:
-    await asyncio.sleep(5)
+    await asyncio.Event().wait()  # never replies: the timeout is the only way out
     return Response.text(PAGE)
 
 

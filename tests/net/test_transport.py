@@ -119,7 +119,7 @@ def test_a_stream_cut_short_raises_after_its_reads() -> None:
 
 def test_get_is_bounded_by_its_timeout() -> None:
     async def slow(req: Request) -> Response:
-        await asyncio.sleep(10)
+        await asyncio.Event().wait()  # never replies: the timeout is the only way out
         return Response(200)
 
     async def go() -> None:

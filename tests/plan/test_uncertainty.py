@@ -6,24 +6,21 @@ from __future__ import annotations
 
 import re
 import shlex
-from functools import cache
-from pathlib import Path
-from typing import Any
 
 import typer
 
 from alphagate.cli import app
 from tests.conftest import Cli
+from tests.plans import PlanRun, Plans
 
-MIX = ["--class", "chat:0.7:0.7", "--class", "code:0.3:0.4"]
 #: one class at α 0.45 at concurrency 128 on the 70B FP8 default: K = 1 gains about 6% at the
 #: constants' values, but over their ranges anywhere from a small loss to a 12% gain
-ACROSS = ["--class", "chat:1:0.45", "--concurrency", "128"]
+ACROSS = ("--class", "chat:1:0.45", "--concurrency", "128")
 
 
-@cache
-def _plan(*args: str) -> dict[str, Any]:
-    return Cli().json("plan", *args)
+def _across(plans: Plans) -> PlanRun:
+    """The ACROSS plan, made at 80 columns (the default terminal, whose tables it checks)."""
+    return plans(*ACROSS, width=80)
 
 
 def _inside(iv: dict[str, float | None], x: float) -> bool:
@@ -32,13 +29,14 @@ def _inside(iv: dict[str, float | None], x: float) -> bool:
     return lo - 1e-9 <= x <= hi + 1e-9
 
 
-def test_every_predicted_ratio_has_a_range_that_holds_it() -> None:
-    for args in (
-        [*MIX, "-c", "64", "--peak-concurrency", "256"],
-        ACROSS,
-        ["--class", "chat:1", "-c", "64"],
+def test_every_predicted_ratio_has_a_range_that_holds_it(
+    plans: Plans, chat_code_plan: PlanRun
+) -> None:
+    for d in (
+        chat_code_plan.json,
+        _across(plans).json,
+        plans("--class", "chat:1", "--concurrency", "64").json,
     ):
-        d = _plan(*args)
         for r in d["rows"]:
             assert _inside(r["throughput_speedup_interval"], r["throughput_speedup"]), r
             assert _inside(r["tpot_speedup_interval"], r["tpot_speedup"]), r
@@ -60,8 +58,8 @@ def test_every_predicted_ratio_has_a_range_that_holds_it() -> None:
             assert rng["low"] <= rng["value"] <= rng["high"] and rng["source"]
 
 
-def test_a_range_across_one_means_measure_first_and_names_the_calibration() -> None:
-    d = _plan(*ACROSS)
+def test_a_range_across_one_means_measure_first_and_names_the_calibration(plans: Plans) -> None:
+    d = _across(plans).json
     u = d["uncertainty"]
     assert d["verdict"] == "measure first"
     assert u["straddles"] and u["settle_by"] == "calibrate" and u["settle_at"] == 128
@@ -81,19 +79,19 @@ def test_a_range_across_one_means_measure_first_and_names_the_calibration() -> N
     assert d["gate"] is not None and d["serve_candidate"]
 
 
-def test_clear_ranges_keep_go_and_no_go() -> None:
-    go = _plan("--class", "chat:1:0.7", "--concurrency", "16")
+def test_clear_ranges_keep_go_and_no_go(plans: Plans) -> None:
+    go = plans("--class", "chat:1:0.7", "--concurrency", "16").json
     assert go["verdict"] == "go" and go["uncertainty"]["decision_interval"]["low"] > 1.0
     assert not go["uncertainty"]["straddles"] and go["uncertainty"]["settle_by"] is None
-    no = _plan("--class", "chat:1:0.2", "--concurrency", "256")
+    no = plans("--class", "chat:1:0.2", "--concurrency", "256").json
     assert no["verdict"] == "no-go"
     row = next(r for r in no["rows"] if r["concurrency"] == 256)
     assert row["k"] == 0  # nothing shipped there, and the best K's range is below 1×
     assert not no["uncertainty"]["straddles"]
 
 
-def test_the_gate_is_the_pessimistic_end_of_the_break_even_range() -> None:
-    d = _plan(*MIX, "-c", "64", "--peak-concurrency", "256")
+def test_the_gate_is_the_pessimistic_end_of_the_break_even_range(chat_code_plan: PlanRun) -> None:
+    d = chat_code_plan.json
     g = d["gate"]
     row = next(r for r in d["rows"] if r["concurrency"] == g["concurrency"])
     assert g["alpha_breakeven"] == row["alpha_breakeven_interval"]["high"]
@@ -103,29 +101,27 @@ def test_the_gate_is_the_pessimistic_end_of_the_break_even_range() -> None:
     assert g["min_tpot_speedup"] <= target["tpot_speedup_interval"]["low"] + 1e-12
 
 
-def test_a_plan_with_ranges_prints_them_at_80_columns(tmp_path: Path) -> None:
-    out = tmp_path / "plan.md"
-    r = Cli(width=80).run("plan", *ACROSS, "--out", str(out))
-    assert r.exit_code == 0, r.output
-    assert "Verdict: MEASURE FIRST" in r.output
+def test_a_plan_with_ranges_prints_them_at_80_columns(plans: Plans) -> None:
+    run = _across(plans)
+    assert "Verdict: MEASURE FIRST" in run.output
     # every line but the engine command's one-token JSON (and the long temporary path) reads
     # whole at 80 columns
     lines = [
         x
-        for x in r.output.splitlines()
-        if "--speculative-config" not in x and str(tmp_path) not in x
+        for x in run.output.splitlines()
+        if "--speculative-config" not in x and str(run.folder) not in x
     ]
     assert max(len(line) for line in lines) <= 80
-    table = [x for x in r.output.splitlines() if re.match(r"\s*128\s+1\s", x)]
+    table = [x for x in run.output.splitlines() if re.match(r"\s*128\s+1\s", x)]
     assert table and "?" in table[0]  # the range that holds 1× is marked
-    md = out.read_text()
+    md = run.markdown
     assert "## Uncertainty" in md and "`compute_efficiency`" in md
     assert "alphagate calibrate --url" in md
 
 
-def test_the_printed_narrowing_commands_parse() -> None:
+def test_the_printed_narrowing_commands_parse(plans: Plans) -> None:
     group = typer.main.get_command(app)
-    for cmd in _plan(*ACROSS)["uncertainty"]["settle_commands"]:
+    for cmd in _across(plans).json["uncertainty"]["settle_commands"]:
         argv = shlex.split(cmd)[1:]
         ctx = group.make_context("alphagate", list(argv), resilient_parsing=False)
         sub = group.get_command(ctx, argv[0])

@@ -30,7 +30,7 @@ from alphagate.report.inputs import (
 )
 from alphagate.report.page import build_page
 from tests.conftest import Cli
-from tests.report.test_bench_report import _sweep_result
+from tests.report.test_bench import _sweep_result
 from tests.results_files import K
 
 
@@ -96,7 +96,7 @@ def test_planned_alpha_per_position_is_the_typed_field_not_the_label() -> None:
     )
     chat, code = p.classes
     assert chat.alpha_by_pos == (0.8, 0.6, 0.5) and code.alpha_by_pos is None
-    # a label that no longer parses changes nothing: the chart reads the field
+    # a label that does not parse changes nothing: the chart reads the field
     garbled = p.model_copy(
         update={"classes": [c.model_copy(update={"alpha_label": "see notes"}) for c in p.classes]}
     )

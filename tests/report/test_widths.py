@@ -12,15 +12,16 @@ from rich.console import Console, RenderableType
 from alphagate.bench.records import BenchResult, RequestRecord, compare_levels, summarize_level
 from alphagate.core.traffic import TrafficClass
 from alphagate.measure.prom import SpecCounters, spec_delta
-from alphagate.plan import PlanRequest, build_plan
+from alphagate.plan.records import Plan
 from alphagate.report import bench as bench_report
 from alphagate.report import model as model_report
 from alphagate.report.plan import render_plan_console
 from alphagate.report.simulate import render_sweep
 from alphagate.sim.sweep import SweepConfig, simulate
-from alphagate.specs import WorkloadConfig
 from alphagate.specs.memory import memory_answer
 from alphagate.theory import answers
+from tests.plans import PlanRun
+from tests.records import streamed
 
 
 def _text(r: RenderableType, width: int, color: bool = False) -> str:
@@ -41,56 +42,18 @@ def _sweep():  # type: ignore[no-untyped-def]
     )
 
 
-@cache
-def _plan():  # type: ignore[no-untyped-def]
-    wl = WorkloadConfig(
-        classes=(
-            TrafficClass(name="chat", share=0.7, alpha=0.7),
-            TrafficClass(name="code", share=0.3, alpha=0.4),
-        )
-    )
-    return build_plan(PlanRequest(workload=wl, concurrency=64, peak_concurrency=256))
-
-
 def _record(i: int, target: str, tokens: list[int], gap: float) -> RequestRecord:
     times = [0.01 + gap * j for j in range(len(tokens))]
-    return RequestRecord(
-        run_id="r",
-        id=i,
-        target=target,
-        level="c16",
-        cls=None,
-        prompt_tokens=8,
-        output_tokens=sum(tokens),
-        send_s=0.0,
-        ttft_s=times[0],
-        chunk_times_s=times,
-        chunk_tokens=tokens,
-        tokens_per_chunk_source="usage",
-        e2e_s=times[-1],
-    )
+    return streamed(times, tokens, id=i, target=target, level="c16")
 
 
 def _bench() -> BenchResult:
     base = [_record(i, "baseline", [1] * 20, 0.010) for i in range(8)]
     cand = [_record(i, "candidate", [1, 3, 1, 4, 1, 3, 2, 4, 1], 0.014) for i in range(8)]
-    fail = RequestRecord(
-        run_id="r",
-        id=99,
-        target="candidate",
-        level="c16",
-        cls=None,
-        prompt_tokens=None,
-        output_tokens=None,
-        send_s=0.0,
-        ttft_s=None,
-        chunk_times_s=[],
-        chunk_tokens=[],
-        tokens_per_chunk_source="none",
-        e2e_s=None,
-        error_type="http_404",
+    fail = streamed(
+        [], id=99, level="c16", prompt_tokens=None, error_type="http_404",
         error_message="The model `llama-3.3-70b` does not exist.",
-    )
+    )  # fmt: skip
     acc = spec_delta(
         [SpecCounters(present=True)],
         [
@@ -110,7 +73,7 @@ def _bench() -> BenchResult:
     return BenchResult(run_id="r", config={}, levels=levels, comparisons=compare_levels(levels))
 
 
-def _renderings() -> list[tuple[str, RenderableType]]:
+def _renderings(plan: Plan) -> list[tuple[str, RenderableType]]:
     c = answers.CostModel(draft_cost=0.05, verify_cost=1.2)
     grid = answers.table_answer(
         [0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9], [1, 2, 3, 4, 5, 6, 8], 0.05, [1.0, 1.15]
@@ -135,13 +98,15 @@ def _renderings() -> list[tuple[str, RenderableType]]:
         ("linear gap", model_report.render_linear_gap(grid)),
         ("simulate", render_sweep(_sweep())),
         ("bench", bench_report.render_bench(_bench())),
-        ("plan", render_plan_console(_plan())),
+        ("plan", render_plan_console(plan)),
     ]
 
 
 @pytest.mark.parametrize("width", [80, 160])
-def test_no_table_is_cut(width: int) -> None:
-    for name, r in _renderings():
+def test_no_table_is_cut(chat_code_plan: PlanRun, width: int) -> None:
+    """The plan is the one ``alphagate plan`` wrote (70/30 chat/code at 64, peak 256), read back
+    through its record."""
+    for name, r in _renderings(Plan.model_validate(chat_code_plan.json)):
         text = _text(r, width)
         assert "…" not in text, f"{name} at {width} columns:\n{text}"
         assert max(len(line) for line in text.splitlines()) <= width, name

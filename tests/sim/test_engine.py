@@ -7,13 +7,13 @@ import pytest
 
 from alphagate.sim.closed_loop import fast_path_applies, run_closed_loop
 from alphagate.sim.cost import StepCostModel
-from alphagate.sim.engine import RunTrace, run_engine
+from alphagate.sim.engine import RunTrace, Scenario, run_engine
 from alphagate.sim.results import summarize
 from alphagate.sim.run import run_paired, run_scenarios
 from alphagate.sim.workload import ClosedLoop, OpenLoop
 from alphagate.specs.workload import FixedLength
 from tests.sim.conftest import scenario
-from tests.statistical.reference_sim import reference_simulate
+from tests.statistical.reference_sim import RefResult, reference_simulate
 
 
 def _engine(cost: StepCostModel, sc, seed: int = 1, **kw) -> RunTrace:  # type: ignore[no-untyped-def]
@@ -62,23 +62,24 @@ def test_tokens_conserved_and_chunks_recorded(cost_8b: StepCostModel, fast: bool
     assert tr.step_n_running.max() <= 6
 
 
+def _reference(cost: StepCostModel, sc: Scenario, alpha: float) -> RefResult:
+    """The per-token reference loop over ``sc``'s requests at α everywhere: a closed loop of the
+    scenario's users, or its open-loop arrival times."""
+    r = sc.requests
+    users = sc.arrivals.users if isinstance(sc.arrivals, ClosedLoop) else None
+    return reference_simulate(
+        cost, r.prompt_len.tolist(), r.output_len.tolist(), [[alpha] * max(sc.k, 1)] * r.n, sc.k,
+        users=users, arrivals=None if users else r.arrival_s.tolist(),
+        max_num_seqs=sc.max_num_seqs, seed=0,
+    )  # fmt: skip
+
+
 def test_engine_equals_reference_when_deterministic(cost_8b: StepCostModel) -> None:
     """K = 0, or α = 1, makes the run deterministic: the engine must match the per-token loop exactly."""
     for k, alpha in ((0, 0.5), (3, 1.0)):
         sc = scenario(k, alpha, ClosedLoop(users=5), 40, prompt=FixedLength(value=700))
         tr = _engine(cost_8b, sc)
-        r = sc.requests
-        ref = reference_simulate(
-            cost_8b,
-            r.prompt_len.tolist(),
-            r.output_len.tolist(),
-            [[alpha] * max(k, 1)] * r.n,
-            k,
-            users=5,
-            arrivals=None,
-            max_num_seqs=256,
-            seed=0,
-        )
+        ref = _reference(cost_8b, sc, alpha)
         np.testing.assert_allclose(tr.finish_s, ref.finish, rtol=1e-12)
         np.testing.assert_allclose(tr.first_token_s, ref.first_token, rtol=1e-12)
         np.testing.assert_allclose(tr.step_dt_s, ref.step_times, rtol=1e-12)
@@ -88,18 +89,7 @@ def test_engine_equals_reference_when_deterministic(cost_8b: StepCostModel) -> N
 def test_open_loop_engine_equals_reference_when_deterministic(cost_8b: StepCostModel) -> None:
     sc = scenario(2, 1.0, OpenLoop(rate=40.0), 60, prompt=FixedLength(value=300), max_num_seqs=4)
     tr = _engine(cost_8b, sc)
-    r = sc.requests
-    ref = reference_simulate(
-        cost_8b,
-        r.prompt_len.tolist(),
-        r.output_len.tolist(),
-        [[1.0, 1.0]] * r.n,
-        2,
-        users=None,
-        arrivals=r.arrival_s.tolist(),
-        max_num_seqs=4,
-        seed=0,
-    )
+    ref = _reference(cost_8b, sc, 1.0)
     np.testing.assert_allclose(tr.finish_s, ref.finish, rtol=1e-12)
     assert tr.step_n_running.max() == 4  # queueing behind max_num_seqs happened
 

@@ -13,6 +13,7 @@ import pytest
 from alphagate.bench.ab import ab_value
 from alphagate.bench.records import RequestRecord
 from alphagate.theory.intervals import ratio_interval
+from tests.records import streamed
 
 #: replications per coverage check; the 95% interval's coverage is binomial over them
 N = 2000
@@ -52,24 +53,7 @@ def _run(
     t = start
     for i in range(n):
         times = [gap_s * (j + 1) for j in range(tokens)]
-        out.append(
-            RequestRecord(
-                run_id="r",
-                id=i,
-                target=target,
-                level="c1",
-                cls=None,
-                prompt_tokens=8,
-                output_tokens=tokens,
-                send_s=t,
-                ttft_s=times[0],
-                chunk_times_s=times,
-                chunk_tokens=[1] * tokens,
-                tokens_per_chunk_source="usage",
-                e2e_s=times[-1],
-                repeat=repeat,
-            )
-        )
+        out.append(streamed(times, id=i, target=target, send_s=t, repeat=repeat))
         t += times[-1]
     return out
 

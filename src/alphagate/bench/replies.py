@@ -149,7 +149,7 @@ class ReplyStream:
                 self.done = True
                 return None
             # the hot path: orjson parses the bytes as received; anything but a JSON object
-            # ([DONE], not JSON, invalid UTF-8) is taken as text, as it always was
+            # ([DONE], not JSON, invalid UTF-8) goes through the text path, which names the fault
             try:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:

@@ -743,7 +743,7 @@ class _OneStep:
     step cost 7–9× more through the array path, and the step engine on the 1,000-request
     subset of ``benchmarks/bench_simulate.py`` ran twice as long (2.0–2.1×) with it. Every
     expression below follows the array path's term by term in the same order, so the two agree
-    to the bit (``tests/sim/test_cost_terms.py`` checks it on every kind of deployment)."""
+    to the bit (``tests/sim/test_cost.py`` checks it on every kind of deployment)."""
 
     def __init__(self, model: StepCostModel) -> None:
         self.model = model

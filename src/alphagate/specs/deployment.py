@@ -63,10 +63,10 @@ TP_CHOICES: Final = (1, 2, 4, 8)
 FALLBACK_DRAFT_MODEL: Final = "llama-3.2-1b"
 #: Share of GPU memory kept for activations and CUDA graphs (not KV, not weights).
 ACTIVATION_RESERVE: Final = 0.04
-#: Host time per engine step (ms). Before the kernel gaps and the sampler were terms of their own
-#: the step-time model carried 1.0 ms here, which reproduced SGLang's measured decode rate of
-#: Llama-3.1-8B on one H100 (158 tok/s at batch 1, SGLang docs); those two terms now take about
-#: 0.17 ms of it at batch 1, so the host part is what is left.
+#: Host time per engine step (ms): SGLang's measured decode rate of Llama-3.1-8B on one H100
+#: (158 tok/s at batch 1, SGLang docs) leaves about 1.0 ms per step beyond the forward's weight
+#: and KV reads; the kernel gaps and the sampler, terms of their own, take about 0.17 ms of it at
+#: batch 1, so the host part is the rest.
 STEP_OVERHEAD_MS: Final = 0.85
 #: Host time per step that async scheduling overlaps with the forward (scheduling, input
 #: preparation, output processing): vLLM v0.6 spent 29% of a Llama-3-8B H100 step scheduling

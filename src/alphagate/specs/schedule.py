@@ -46,8 +46,11 @@ def validate_schedule(schedule: list[list[int]], num_speculative_tokens: int) ->
 
 def k_for_batch(schedule: list[list[int]], batch: int, num_speculative_tokens: int) -> int:
     """K for a step that schedules ``batch`` requests: the range's K, capped at
-    ``num_speculative_tokens``; past the last range, the last range's."""
-    for lo, hi, k in schedule:
-        if lo <= batch <= hi:
-            return min(k, num_speculative_tokens)
-    return min(schedule[-1][2], num_speculative_tokens)
+    ``num_speculative_tokens``; in a gap between ranges, or past the last, the K of the range
+    before it (vLLM's ``build_dynamic_sd_schedule_lookup`` carries it forward)."""
+    k = schedule[0][2]
+    for lo, _hi, range_k in schedule:
+        if batch < lo:
+            break
+        k = range_k
+    return min(k, num_speculative_tokens)

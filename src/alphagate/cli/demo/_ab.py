@@ -20,7 +20,8 @@ __all__ = ["DEMO_ATTEMPTS", "TWIN_TIME_SCALE", "measure_ab"]
 #: A/B attempts: a run the machine's load distorted (the gate would refuse it) is run again
 DEMO_ATTEMPTS = 3
 #: the twins' wall seconds per simulated second: at their modelled speed the chunk gaps (~6 ms)
-#: are long enough that a loaded machine seldom reads them late (at 0.5 one A/B in a few was)
+#: are long enough that a loaded machine seldom reads them late (at half of it, about one A/B
+#: in a few is)
 TWIN_TIME_SCALE = 1.0
 #: the prompts of the A/B
 DATASET = "synthetic:in=256,out=96"

@@ -18,12 +18,7 @@ from alphagate.measure.offline.config import OfflineConfig
 from alphagate.measure.offline.run import measure_offline
 from alphagate.measure.results import MeasureError
 from tests.conftest import Cli
-from tests.measure.offline_fixtures import Tiny, build, greedy_log
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    return build(tmp_path_factory.mktemp("ray-offline"))
+from tests.measure.offline.fixtures import Tiny, greedy_log
 
 
 @pytest.fixture(scope="module")

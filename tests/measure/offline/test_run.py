@@ -17,7 +17,7 @@ from alphagate.measure.offline.replay import load_models  # noqa: E402
 from alphagate.measure.offline.run import measure_offline  # noqa: E402
 from alphagate.measure.results import MeasureError  # noqa: E402
 from alphagate.report.reasons import offline_notes  # noqa: E402
-from tests.measure.offline_fixtures import Tiny, build, greedy_log, reference_counts  # noqa: E402
+from tests.measure.offline.fixtures import Tiny, greedy_log, reference_counts  # noqa: E402
 
 # a random target falls into loops: some periodic, some one token repeated (which the heads of
 # the fixture, leaning on the target's state, follow for several positions)
@@ -29,11 +29,6 @@ PROMPTS = [
 ]
 CLASSES = ["code", "code", "prose", "code"]
 N_OUT = 24
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    return build(tmp_path_factory.mktemp("offline-models"))
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,11 @@ class Tiny:
     eagle3: Path
     eagle3_small_vocab: Path
 
+    @classmethod
+    def at(cls, root: Path) -> Tiny:
+        """The models :func:`build` wrote under ``root``."""
+        return cls(root / "target", root / "draft", root / "eagle3", root / "eagle3-small")
+
 
 def _tokenizer(out: Path) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -115,7 +120,7 @@ def build(root: Path) -> Tiny:
     cfg = json.loads((root / "eagle3" / "config.json").read_text())
     cfg["draft_vocab_size"] = 200
     (small / "config.json").write_text(json.dumps(cfg))
-    return Tiny(root / "target", root / "draft", root / "eagle3", small)
+    return Tiny.at(root)
 
 
 def greedy_log(tiny: Tiny, path: Path, prompts: list[str], n: int, cls: list[str]) -> None:
@@ -223,7 +228,7 @@ def reference_counts(
     tiny: Tiny, method: str, prompt: list[int], n: int, k: int, ngram: tuple[int, int] = (2, 3)
 ) -> dict[str, Any]:
     """vLLM's counters for one request served greedily with speculation, step by step."""
-    from tests.measure.vllm_ngram_port import (
+    from tests.measure.offline.vllm_ngram_port import (
         vllm_find_longest_matched_ngram_and_propose_tokens as vllm_ngram,
     )
 

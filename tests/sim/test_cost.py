@@ -100,7 +100,7 @@ def test_gemm_overlap_loss_grows_with_m_below_the_ridge(cost: StepCostModel) -> 
     g = t.gemms.seconds(m, bpw, hw)
     flat = t.gemms.seconds(m, bpw, replace(hw, gemm_overlap_loss=0.0))
     assert g[0] == flat[0] == 0.0
-    assert np.all(np.diff(g[1:]) > 0)  # no longer flat below the ridge
+    assert np.all(np.diff(g[1:]) > 0)  # the overlap loss: rising below the ridge, not flat
     flops = 2.0 * (t.gemms.n * t.gemms.k * t.gemms.count).sum() / hw.gemm_flops  # per token
     assert g[1:] - flat[1:] == pytest.approx(0.25 * m[1:] * flops, rel=1e-9)
     big = 1e5  # far above the ridge: compute-bound, the loss is a quarter of the read
@@ -456,27 +456,15 @@ def test_step_terms_are_the_forward_and_host_terms_by_name() -> None:
 def test_coefficients_scale_their_terms_and_match_the_profile_fields(cost: StepCostModel) -> None:
     assert set(COEFFICIENTS) == set(COEFFICIENT_FIELDS)
     assert sorted(t for ts in COEFFICIENTS.values() for t in ts) == sorted(TERMS)
-    t = cost.terms(
-        k=3,
-        n_decode=16,
-        ctx_decode=8000.0,
-        prefill_tokens=100.0,
-        prefill_ctx=0.0,
-        prefill_pairs=5000.0,
-        n_running=17,
-    )
+    step = {
+        "k": 3, "n_decode": 16, "ctx_decode": 8000.0, "prefill_tokens": 100.0,
+        "prefill_ctx": 0.0, "prefill_pairs": 5000.0, "n_running": 17,
+    }  # fmt: skip
+    t = cost.terms(**step)
     w = cost.coefficients.term_weights()
-    assert float(
-        cost.step_time(
-            k=3,
-            n_decode=16,
-            ctx_decode=8000.0,
-            prefill_tokens=100.0,
-            prefill_ctx=0.0,
-            prefill_pairs=5000.0,
-            n_running=17,
-        )
-    ) == pytest.approx(sum(w[k] * float(v) for k, v in t._asdict().items()))
+    assert float(cost.step_time(**step)) == pytest.approx(
+        sum(w[k] * float(v) for k, v in t._asdict().items())
+    )
     doubled = _cost(target_time_scale=2.0)
     t2 = doubled.terms(k=3, n_decode=16, ctx_decode=8000.0)
     base = cost.terms(k=3, n_decode=16, ctx_decode=8000.0)

@@ -21,6 +21,7 @@ from alphagate.gate.evidence import ABSide, ab_value
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
 from alphagate.measure.results import MeasureResult
 from tests.conftest import Cli
+from tests.records import streamed
 
 K = 3
 
@@ -108,23 +109,7 @@ def _records(n: int, tpot_s: float, tokens: int, rng: np.random.Generator) -> li
     for i in range(n):
         gaps = rng.exponential(tpot_s, tokens - 1)
         times = np.concatenate([[0.05], 0.05 + np.cumsum(gaps)])
-        out.append(
-            RequestRecord(
-                run_id="r",
-                id=i,
-                target="x",
-                level="c1",
-                cls=None,
-                prompt_tokens=8,
-                output_tokens=tokens,
-                send_s=float(i),
-                ttft_s=0.05,
-                chunk_times_s=times.tolist(),
-                chunk_tokens=[1] * tokens,
-                tokens_per_chunk_source="usage",
-                e2e_s=float(times[-1]),
-            )
-        )
+        out.append(streamed(times.tolist(), id=i, target="x", send_s=float(i)))
     return out
 
 

@@ -220,13 +220,19 @@ def test_disconnect_frees_the_slot() -> None:
             await resp.content.readline()
             assert engine.n_running == 1
             resp.close()
-        deadline = time.monotonic() + 5
-        while engine.n_running and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert engine.n_running == 0
+        await _until_idle(engine)
 
     with twin(cfg) as (url, engine):
         asyncio.run(go(url, engine))
+
+
+async def _until_idle(engine) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the twin runs no request (a minute at most: a guard against a hang, which a
+    loaded machine never comes near)."""
+    deadline = time.monotonic() + 60
+    while engine.n_running and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert engine.n_running == 0
 
 
 def test_an_abandoned_request_stops_generating() -> None:
@@ -249,25 +255,21 @@ def test_an_abandoned_request_stops_generating() -> None:
                 )
                 for _ in range(4)
             ]
-            admitted = time.monotonic() + 10  # a loaded machine may take a while to send them
+            admitted = time.monotonic() + 60  # a guard against a hang, not a speed
             while engine.n_running < 4 and time.monotonic() < admitted:
                 await asyncio.sleep(0.02)
             assert engine.n_running == 4
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        deadline = time.monotonic() + 5
-        while engine.n_running and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert engine.n_running == 0
+        await _until_idle(engine)
         generated = engine.metrics.generation_tokens._value.get()
-        # the next client is served at once, not after 4 × 3,000 abandoned tokens (~11 s of
-        # steps at this time scale; 3 s leaves room for a loaded machine)
-        t0 = time.monotonic()
+        assert generated < 4 * 3000
+        # the next client is served at once, not after 4 × 3,000 abandoned tokens: the engine
+        # generates its two tokens and nothing else
         async with aiohttp.ClientSession() as s:
             await _post_json(s, url, {"prompt": "x", "max_tokens": 2})
-        assert time.monotonic() - t0 < 3.0
-        assert generated < 4 * 3000
+        assert engine.metrics.generation_tokens._value.get() == generated + 2
 
     with twin(cfg) as (url, engine):
         asyncio.run(go(url, engine))
@@ -287,10 +289,12 @@ def test_unfinished_requests_time_out() -> None:
         # headers that never end: the connection is closed
         with socket.create_connection((host, int(port))) as sock:
             sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Len")
-            sock.settimeout(10)
+            # closed by the server's timeout (1 s), not refused at once; the socket's own 60 s
+            # timeout only guards against a hang
+            sock.settimeout(60)
             t0 = time.monotonic()
             assert sock.recv(100) == b""
-            assert time.monotonic() - t0 < 5
+            assert time.monotonic() - t0 >= 0.5
         # a body that never ends: 408
         with socket.create_connection((host, int(port))) as sock:
             sock.sendall(

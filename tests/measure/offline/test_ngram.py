@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 import alphagate.measure.offline.ngram as ng
 from alphagate.measure.offline.ngram import TokenBatch, ngram_drafts, propose_one
-from tests.measure.vllm_ngram_port import vllm_find_longest_matched_ngram_and_propose_tokens as vllm
+from tests.measure.offline.vllm_ngram_port import (
+    vllm_find_longest_matched_ngram_and_propose_tokens as vllm,
+)
 
 
 def _batch(seqs: list[list[int]], first: list[int]) -> TokenBatch:

@@ -14,6 +14,7 @@ from alphagate.bench.sweep import KneeSearch, Sweep, SweepSummary
 from alphagate.report.bench import render_bench
 from alphagate.report.bench_plots import bench_figures
 from alphagate.report.charts import bench_itl_chart, bench_speedup_chart, goodput_chart
+from tests.records import streamed
 
 SLO_TTFT = SLO(bounds_ms={"ttft_ms": 50.0, "itl_per_token_p99_ms": 20.0})
 
@@ -31,22 +32,10 @@ def _records(
     for i in range(n):
         ttft = 0.080 if i < bad else 0.010
         times = [ttft + 0.01 * j for j in range(5)]
+        scheduled_s = 0.1 * i - 0.0004 if scheduled else None
         out.append(
-            RequestRecord(
-                run_id="r",
-                id=i,
-                target=target,
-                level=level,
-                cls=None,
-                prompt_tokens=8,
-                output_tokens=5,
-                send_s=0.1 * i,
-                scheduled_s=0.1 * i - 0.0004 if scheduled else None,
-                ttft_s=times[0],
-                chunk_times_s=times,
-                chunk_tokens=[1] * 5,
-                tokens_per_chunk_source="usage",
-                e2e_s=times[-1],
+            streamed(
+                times, id=i, target=target, level=level, send_s=0.1 * i, scheduled_s=scheduled_s
             )
         )
     return out
