@@ -45,6 +45,7 @@ INTEGRATION_MODULES = frozenset(
         "cli/test_bench_trace", "cli/test_bench_workers", "cli/test_calibrate",
         "cli/test_full_disk", "cli/test_hardening", "cli/test_hardening_rounds2",
         "cli/test_measure_offline", "cli/test_model", "cli/test_report", "cli/test_signals",
+        "explain/test_injected",
         "fuzz/test_fuzz",
         "gate/test_evaluate", "gate/test_evidence", "gate/test_soundness", "gate/test_stages",
         "measure/offline/test_ray", "measure/test_live", "measure/test_prometheus",

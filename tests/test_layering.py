@@ -51,6 +51,7 @@ RANK = {
     "plan": 5,
     "calibrate": 5,
     "gate": 6,
+    "explain": 6,
     "report": 7,
     "testing": 7,
     "cli": 8,

@@ -63,6 +63,7 @@ def main() -> None:
             kv_cache_dtype=e.kv_cache_dtype,
             max_num_seqs=e.max_num_seqs,
             max_num_batched_tokens=e.max_num_batched_tokens,
+            kv_cache_memory_bytes=e.kv_cache_memory_bytes,
             served_model_name=e.served_model_name,
             port=getattr(args, "port", None),
             speculative_config=spec,

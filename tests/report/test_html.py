@@ -12,7 +12,7 @@ from alphagate.report.inputs import Input, ReportInputs, parse_results
 from alphagate.report.page import SECTIONS, build_page
 
 #: The order of issue #14: verdict and config, speedup, ITL, ITL CDF, α by position, acceptance
-#: length, gate, assumptions, commands.
+#: length, gate, (issue #28) why the tail moved, assumptions, commands.
 READING_ORDER = [
     "verdict",
     "speedup",
@@ -21,6 +21,7 @@ READING_ORDER = [
     "alpha",
     "acceptance-length",
     "gate",
+    "explain",
     "assumptions",
     "reproduce",
 ]

@@ -30,6 +30,7 @@ VERBS: tuple[str, ...] = (
     "bench",
     "calibrate",
     "demo",
+    "explain",
     "gate",
     "measure",
     "model",

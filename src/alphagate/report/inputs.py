@@ -9,7 +9,8 @@ Verbs read: ``simulate`` (:class:`~alphagate.sim.sweep.SweepResult`), ``plan``
 (:class:`~alphagate.plan.records.Plan`), ``bench`` (:class:`~alphagate.bench.records.BenchResult`,
 with the :class:`~alphagate.bench.records.RequestRecord` lines of its ``requests.jsonl``),
 ``measure …`` (:class:`~alphagate.measure.results.MeasureResult`), ``gate``
-(:class:`~alphagate.gate.evaluate.GateResult`), every ``model …`` answer, and ``calibrate``
+(:class:`~alphagate.gate.evaluate.GateResult`), ``explain``
+(:class:`~alphagate.explain.records.ExplainResult`), every ``model …`` answer, and ``calibrate``
 (shown as its fields).
 """
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 from alphagate.bench.records import BenchResult, RequestRecord
 from alphagate.core.errors import ConfigError, invalid
 from alphagate.core.records import RESULTS_SCHEMA, Frozen
+from alphagate.explain.records import ExplainResult
 from alphagate.gate.evaluate import GateResult
 from alphagate.measure.results import MeasureResult
 from alphagate.plan.records import Plan
@@ -40,6 +42,7 @@ from alphagate.theory.answers import (
 
 __all__ = [
     "BenchInput",
+    "ExplainInput",
     "FieldsInput",
     "GateInput",
     "Input",
@@ -74,7 +77,7 @@ MODEL_ANSWERS: dict[str, type[BaseModel]] = {
 }
 #: Verbs whose results are shown as their fields.
 FIELD_VERBS = ("calibrate",)
-KNOWN = "simulate, plan, bench, model …, measure …, gate, calibrate"
+KNOWN = "simulate, plan, bench, model …, measure …, gate, explain, calibrate"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,6 +111,11 @@ class GateInput(Frozen):
     result: GateResult
 
 
+class ExplainInput(Frozen):
+    source: str
+    result: ExplainResult
+
+
 class ModelInput(Frozen):
     source: str
     verb: str
@@ -122,7 +130,16 @@ class FieldsInput(Frozen):
     fields: dict[str, Any]
 
 
-Input = SweepInput | PlanInput | BenchInput | MeasureInput | GateInput | ModelInput | FieldsInput
+Input = (
+    SweepInput
+    | PlanInput
+    | BenchInput
+    | MeasureInput
+    | GateInput
+    | ExplainInput
+    | ModelInput
+    | FieldsInput
+)
 
 
 class ReportInputs(Frozen):
@@ -260,6 +277,10 @@ def parse_results(source: str, text: str) -> Input:
     if verb == "gate":
         return GateInput(
             source=source, result=_validated(GateResult, data, source, "gate decision")
+        )
+    if verb == "explain":
+        return ExplainInput(
+            source=source, result=_validated(ExplainResult, data, source, "explain result")
         )
     if verb in MODEL_ANSWERS:
         answer = _validated(MODEL_ANSWERS[verb], _body(data), source, f"'{verb}' answer")

@@ -3,8 +3,8 @@
 1. the verdict and the config to paste; 2. speedup against concurrency (predicted, measured, the
 1× break-even and the recommended K); 3. P99 and P50 ITL per token with and without speculation;
 4. the ITL CDF; 5. α by position per class with 95% intervals; 6. the acceptance-length
-histogram; 7. the gate; 8. the assumptions (deployment, cost terms, α sources); 9. the commands
-that reproduce the page. Every section is always there: one without data says what would fill it.
+histogram; 7. the gate; 8. why the tail moved and what fixes it (``explain``); 9. the
+assumptions (deployment, cost terms, α sources); 10. the commands that reproduce the page. Every section is always there: one without data says what would fill it.
 
 Pure: :class:`~alphagate.report.inputs.ReportInputs` in, a :class:`~alphagate.report.blocks.Page`
 of text, tables and :class:`~alphagate.report.charts.Chart` specifications out; each section is
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from alphagate.report.blocks import Block, Page, Section
 from alphagate.report.inputs import BenchInput, GateInput, PlanInput, ReportInputs, SweepInput
 from alphagate.report.sections.assumptions import assumptions_section
+from alphagate.report.sections.explain import explain_section
 from alphagate.report.sections.figures import (
     alpha_section,
     cdf_section,
@@ -41,6 +42,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("alpha", "α by position per class"),
     ("acceptance-length", "Acceptance length"),
     ("gate", "Gate"),
+    ("explain", "Why the tail moved, and what fixes it"),
     ("assumptions", "Assumptions: deployment, cost terms, α sources"),
     ("reproduce", "Commands that reproduce this page"),
 )
@@ -53,6 +55,7 @@ _ABSENT = {
     "alpha": "No acceptance figures: add a plan, a sweep, a bench run against a speculative server, or a measurement.",
     "acceptance-length": "No acceptance figures: add a plan, a sweep, a bench run against a speculative server, or a measurement.",
     "gate": "No gate: add a plan (its thresholds) or a gate decision (alphagate gate --json).",
+    "explain": "No explanation of the tail: add alphagate explain --json of a bench A/B.",
     "assumptions": "",
     "reproduce": "",
 }
@@ -65,6 +68,7 @@ _BUILDERS: dict[str, Callable[[ReportInputs], list[Block]]] = {
     "alpha": alpha_section,
     "acceptance-length": length_section,
     "gate": gate_section,
+    "explain": explain_section,
     "assumptions": assumptions_section,
     "reproduce": reproduce_section,
 }

@@ -191,7 +191,22 @@ def _draw_lines(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look])
 _HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
 
+def _draw_stacked(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look]) -> None:
+    """One bar per x, each series a segment on the ones before it."""
+    ax.grid(axis="x", visible=False)
+    bottom: dict[float, float] = {}
+    for line in panel.lines:
+        below = [bottom.get(x, 0.0) for x in line.x]
+        ax.bar(line.x, line.y, width=0.6, bottom=below, color=look[series_key(line)].colour,
+               label=line.label)  # fmt: skip
+        for x, y in zip(line.x, line.y, strict=True):
+            bottom[x] = bottom.get(x, 0.0) + y
+
+
 def _draw_bars(ax: Axes, panel: Panel, look: dict[tuple[bool, str, str], Look]) -> None:
+    if panel.stacked:
+        _draw_stacked(ax, panel, look)
+        return
     ax.grid(axis="x", visible=False)
     drawn = [line for line in panel.lines if line.x]
     width = 0.8 / max(len(drawn), 1)

@@ -53,6 +53,8 @@ def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
         and arr.think_time_s == 0.0
         and arr.users <= sc.max_num_seqs
         and (sc.disable_above_batch is None or sc.disable_above_batch >= arr.users)
+        and sc.k_by_batch is None
+        and not sc.prefill_apart
         and (
             cost is None
             or arr.users <= decode_capacity(cost.max_num_batched_tokens, sc.k, cost.draft_slots)

@@ -36,6 +36,7 @@ from alphagate.sim.kernel import (
     prefill_allocation,
 )
 from alphagate.sim.workload import ClosedLoop, OpenLoop, RequestSet
+from alphagate.specs.schedule import k_for_batch
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -58,6 +59,13 @@ class Scenario:
     #: drafts of variable length: [n_classes, k + 1, k + 1] share of a class's steps drafting L
     #: tokens and accepting a (:func:`alphagate.sim.workload.draft_steps_table`); None: chains
     draft_steps: FloatArray | None = None
+    #: vLLM's num_speculative_tokens_per_batch_size: K for a step of n running sequences
+    #: (:func:`alphagate.specs.schedule.k_for_batch`), capped at ``k``
+    k_by_batch: list[list[int]] | None = None
+    #: prefills apart from decodes: every waiting prompt is prefilled whole in the next step, at
+    #: no cost to the decoding sequences (a disaggregated prefill with room to spare;
+    #: ``explain``'s counterfactual without prefill interference)
+    prefill_apart: bool = False
 
 
 @dataclass
@@ -166,6 +174,8 @@ class _Server:
         dec = occupied & (self.pre == 0)
         n_run = int(occupied.sum())
         k = self.k if self.disable is None or n_run <= self.disable else 0
+        if self.sc.k_by_batch is not None:
+            k = min(k, k_for_batch(self.sc.k_by_batch, n_run, self.k))
         slots = self.cost.draft_slots
         cap = decode_capacity(self.cost.max_num_batched_tokens, k, slots)
         if int(dec.sum()) > cap:
@@ -176,7 +186,11 @@ class _Server:
         prefilling = np.nonzero(self.pre > 0)[0]
         if prefilling.size:
             order = prefilling[np.argsort(self.req[prefilling], kind="stable")]
-            budget = decode_budget(self.cost.max_num_batched_tokens, int(dec.sum()), k, slots)
+            budget = (
+                int(self.pre[order].sum())
+                if self.sc.prefill_apart
+                else decode_budget(self.cost.max_num_batched_tokens, int(dec.sum()), k, slots)
+            )
             alloc[order] = prefill_allocation(self.pre[order], budget)
         return dec, k, alloc
 
@@ -189,6 +203,8 @@ class _Server:
         if k > 0 and idx.size and self.steps_cdf is not None:
             cls = self.sc.requests.class_idx[self.req[idx]]
             n, a = drafted_and_accepted(rng.random(idx.size), self.steps_cdf, cls)
+            # a step whose K is cut (by batch size) proposes at most that many tokens
+            n, a = np.minimum(n, k), np.minimum(a, k)
             self.accept_hist[: k + 1] += acceptance_histogram(a[n > 0], k)
             self.step_drafted = int(n.sum())
             self.drafted += self.step_drafted
@@ -204,6 +220,8 @@ class _Server:
 
     # 4. time ---------------------------------------------------------------------------------
     def price(self, dec: BoolArray, k: int, alloc: IntArray, n_run: int) -> float:
+        if self.sc.prefill_apart and dec.any():
+            alloc = np.zeros_like(alloc)
         has = alloc > 0
         p_tok = int(alloc.sum())
         p_ctx = int(self.ctx[has].sum())

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from alphagate.core.records import Frozen
-from alphagate.specs import DeploymentConfig, WorkloadConfig
+from alphagate.specs import DeploymentConfig, ResolvedDeployment, WorkloadConfig
 from alphagate.specs.schedule import k_for_batch, validate_schedule
 
 __all__ = ["TwinConfig"]
@@ -67,6 +67,14 @@ class TwinConfig(Frozen):
     emit_send_time: bool = Field(
         default=False, description="add alphagate_sent_s (wall clock) to chunks, for benchmarks"
     )
+    kv_cache_memory_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description="vLLM's --kv-cache-memory-bytes: KV-cache bytes per GPU, shared by the "
+        "target's and (speculating) the drafter's KV, so a drafter lowers the tokens it holds; "
+        "a request is admitted only while the running ones' whole lengths (+ K lookahead "
+        "slots) fit. None: room for any batch",
+    )
 
     @model_validator(mode="after")
     def _schedule(self) -> TwinConfig:
@@ -92,3 +100,14 @@ class TwinConfig(Frozen):
     @property
     def speculative(self) -> bool:
         return self.k > 0
+
+    def kv_room_tokens(self, resolved: ResolvedDeployment) -> int | None:
+        """Tokens the KV cache holds (None: unbounded): ``kv_cache_memory_bytes`` on each of
+        the TP GPUs over the KV bytes of one token — the target's, plus the drafter's when it
+        speculates (vLLM sizes one cache for both, ``vllm/v1/worker/gpu_worker.py``)."""
+        if self.kv_cache_memory_bytes is None:
+            return None
+        per_token = resolved.target_footprint.kv_bytes_per_token
+        if self.speculative and resolved.draft_footprint is not None:
+            per_token += resolved.draft_footprint.kv_bytes_per_token
+        return int(self.kv_cache_memory_bytes * resolved.tp // per_token)

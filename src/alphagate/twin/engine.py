@@ -145,8 +145,11 @@ class StepRecord(NamedTuple):
 class TwinEngine:
     """Owns the batch; HTTP handlers submit requests and read their chunk queues."""
 
-    def __init__(self, config: TwinConfig, cost: StepCostModel) -> None:
+    def __init__(
+        self, config: TwinConfig, cost: StepCostModel, kv_room_tokens: int | None = None
+    ) -> None:
         self.config = config
+        self.kv_room_tokens = kv_room_tokens
         self.cost = cost
         self.metrics = TwinMetrics(config)
         self.interval = IntervalStats()  # for the periodic SpecDecoding log line
@@ -271,7 +274,7 @@ class TwinEngine:
     def _step_plan(self) -> float | None:
         """Admit, schedule and sample; returns the step's simulated duration (or None if idle)."""
         self._running = [r for r in self._running if not r.cancelled]
-        while self._waiting and len(self._running) < self.max_num_seqs:
+        while self._waiting and len(self._running) < self.max_num_seqs and self._fits():
             r = self._waiting.popleft()
             if not r.cancelled:
                 r.scheduled_s = self._now()
@@ -315,6 +318,17 @@ class TwinEngine:
             prefill_pairs=float((take * (done_before + 0.5 * take)).sum()),
             n_running=len(run),
         )
+
+    def _held_tokens(self, r: TwinRequest) -> int:
+        return r.prompt_tokens + r.max_tokens + self.k
+
+    def _fits(self) -> bool:
+        """Whether the first waiting request's whole length fits the KV room left (first come,
+        first served: a request that does not fit holds the ones behind it back)."""
+        if self.kv_room_tokens is None or self._waiting[0].cancelled:
+            return True
+        held = sum(self._held_tokens(r) for r in self._running)
+        return held + self._held_tokens(self._waiting[0]) <= self.kv_room_tokens
 
     def _step_emit(self, now: float, dt: float) -> None:
         m = self.metrics

@@ -24,8 +24,9 @@ import numpy as np
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from alphagate.core.errors import ConfigError
 from alphagate.sim.cost import build_cost_model
-from alphagate.specs import resolve_deployment
+from alphagate.specs import ResolvedDeployment, resolve_deployment
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import Chunk, TwinEngine, TwinRequest
 from alphagate.twin.statslog import log_forever
@@ -429,10 +430,24 @@ async def _metrics(request: web.Request) -> web.Response:
     )
 
 
+def _kv_room(config: TwinConfig, resolved: ResolvedDeployment) -> int | None:
+    """The KV room in tokens; a room that cannot hold one request of ``max_model_len`` (and its
+    K lookahead slots) is refused at start, as vLLM refuses it."""
+    room = config.kv_room_tokens(resolved)
+    if room is not None and room < config.max_model_len + config.k:
+        raise ConfigError(
+            f"--kv-cache-memory-bytes {config.kv_cache_memory_bytes} holds {room:,} tokens, "
+            f"fewer than one request of --max-model-len {config.max_model_len} (+ {config.k} "
+            "lookahead slots) needs: raise it, or lower --max-model-len",
+            "kv_cache_memory_bytes",
+        )
+    return room
+
+
 def create_app(config: TwinConfig) -> web.Application:
     """The twin as an aiohttp application (start it with ``web.run_app`` or an ``AppRunner``)."""
     resolved = resolve_deployment(config.deployment, config.workload)
-    engine = TwinEngine(config, build_cost_model(resolved))
+    engine = TwinEngine(config, build_cost_model(resolved), _kv_room(config, resolved))
     app = web.Application(middlewares=[_auth], client_max_size=64 * 2**20)
     app[CONFIG_KEY] = config
     app[ENGINE_KEY] = engine

@@ -59,12 +59,24 @@ class EngineFlags:
         ),
     ] = 10.0
     max_model_len: Annotated[int, typer.Option("--max-model-len", min=2, max=1_048_576)] = 8192
+    kv_cache_memory_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--kv-cache-memory-bytes",
+            min=1,
+            help="As vLLM's flag: KV-cache bytes per GPU, for the target's KV and (speculating) "
+            "the drafter's, so a drafter holds fewer tokens; a request is admitted while the "
+            "running ones' whole lengths and K lookahead slots fit, so the room caps the batch "
+            "(default: no cap but --max-num-seqs).",
+        ),
+    ] = None
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False
 
     def config_fields(self) -> dict[str, Any]:
         """The :class:`~alphagate.twin.config.TwinConfig` fields these flags give."""
         return {
             "max_model_len": self.max_model_len,
+            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
             "log_stats_interval_s": self.log_stats_interval,
             "emit_send_time": self.emit_send_time,
             "per_request_spec_decode_metrics": self.per_request_spec_decode_metrics,

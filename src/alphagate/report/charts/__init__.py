@@ -13,6 +13,7 @@ One module per family: :mod:`~.spec` (the records and shared axis labels), :mod:
 
 from alphagate.report.charts.bench import bench_itl_cdf_chart, bench_itl_chart, bench_speedup_chart
 from alphagate.report.charts.closed_form import table_speedup_chart
+from alphagate.report.charts.explain import explain_shares_chart, explain_timeline_chart
 from alphagate.report.charts.goodput import goodput_chart
 from alphagate.report.charts.measured import (
     bench_acceptance_length_chart,
@@ -62,6 +63,8 @@ __all__ = [
     "bench_speedup_chart",
     "bench_where",
     "elsewhere",
+    "explain_shares_chart",
+    "explain_timeline_chart",
     "goodput_chart",
     "measure_acceptance_length_chart",
     "measure_alpha_chart",

@@ -104,6 +104,8 @@ class Panel:
     y_ratio: bool = False
     y_range: tuple[float, float] | None = None
     bars: bool = False
+    #: with ``bars``: each x's bars stacked on one another, not side by side
+    stacked: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from alphagate.report import reproduce
 from alphagate.report.blocks import Block, Bullets, Code, Prose, Table, cells
 from alphagate.report.inputs import (
     BenchInput,
+    ExplainInput,
     FieldsInput,
     GateInput,
     Input,
@@ -47,11 +48,12 @@ def _rebuilt(inp: ReportInputs) -> list[Block]:
         if gaps:
             out.append(Prose("Not recorded in the files, so left at their defaults above:", "note"))
             out.append(Bullets(tuple(gaps)))
-    other = [i.source for i in inp.inputs if isinstance(i, MeasureInput | GateInput | FieldsInput)]
+    kinds = MeasureInput | GateInput | ExplainInput | FieldsInput
+    other = [i.source for i in inp.inputs if isinstance(i, kinds)]
     if other:
         out.append(
             Prose(
-                "Re-run the measure, gate or calibrate command that wrote "
+                "Re-run the measure, gate, explain or calibrate command that wrote "
                 + ", ".join(other)
                 + ".",
                 "note",
@@ -74,7 +76,7 @@ def _what(i: Input) -> str:
             "no records" if i.records is None else f"{len(i.records)} records in {i.records_source}"
         )
         return f"bench run {i.result.run_id} ({recs})"
-    if isinstance(i, MeasureInput | GateInput):
+    if isinstance(i, MeasureInput | GateInput | ExplainInput):
         return i.result.verb
     return str(i.verb)
 
