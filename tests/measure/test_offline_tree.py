@@ -118,7 +118,9 @@ def test_a_node_whose_parent_is_not_verified_is_left_out() -> None:
     )
     nodes = tree_nodes(e, TreeShape(steps=2, topk=2, draft_tokens=3))  # picks 0.9 and 0.5
     assert nodes[0].tolist() == [True, False, False, False]
-    assert tree_runs(e, [TreeShape(steps=2, topk=2, draft_tokens=3)], np.asarray([[2, 4]])).tolist() == [[0]]
+    assert tree_runs(
+        e, [TreeShape(steps=2, topk=2, draft_tokens=3)], np.asarray([[2, 4]])
+    ).tolist() == [[0]]
 
 
 def _naive_accept(dist: Dist, shape: TreeShape, truth: list[int]) -> int:
@@ -131,7 +133,7 @@ def _naive_accept(dist: Dist, shape: TreeShape, truth: list[int]) -> int:
     beam = [((t,), p) for t, p in dist(())[:k]]
     cands += [(p, i, path) for i, (path, p) in enumerate(beam)]
     for _ in range(1, shape.steps):
-        step = [(path + (t,), s * p) for path, s in beam for t, p in dist(path)[:k]]
+        step = [((*path, t), s * p) for path, s in beam for t, p in dist(path)[:k]]
         base = len(cands)
         cands += [(s, base + i, path) for i, (path, s) in enumerate(step)]
         ranked = sorted(range(len(step)), key=lambda i: (-step[i][1], i))[:k]

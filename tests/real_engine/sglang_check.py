@@ -84,7 +84,7 @@ def _argv(lines: list[list[str]]) -> list[dict[str, object]]:
         except SystemExit:
             answers.append({"ok": False, "error": err.getvalue().strip().splitlines()[-1:]})
             continue
-        except Exception as exc:  # noqa: BLE001 - SGLang's own validation, reported as is
+        except Exception as exc:  # SGLang's own validation, reported as it says it
             answers.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
             continue
         answers.append(
@@ -112,7 +112,7 @@ def main() -> None:
         answer["tree"] = _trees(request["tree"])
     if "argv" in request:
         answer["argv"] = _argv(request["argv"])
-    print(json.dumps(answer, default=str))
+    sys.stdout.write(json.dumps(answer, default=str) + "\n")
 
 
 if __name__ == "__main__":

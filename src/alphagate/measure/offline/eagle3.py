@@ -395,14 +395,7 @@ class Eagle3Head:
             for lo in range(0, contexts.size, chunk):
                 t = ctx[lo : lo + chunk]
                 parts.append(self._tree_chunk(tp, t, topk, steps))
-        return Expansion(
-            *(
-                np.concatenate([getattr(e, f) for e in parts])
-                for f in ("scores", "tokens", "parent")
-            ),
-            parts[0].depth,
-            topk,
-        )
+        return Expansion.concat(parts)
 
     def _tree_chunk(self, tp: _Teacher, t: torch.Tensor, topk: int, steps: int) -> Expansion:
         """:meth:`tree_drafts` for the contexts ``t`` (one row per context and rank)."""

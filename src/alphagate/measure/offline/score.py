@@ -16,8 +16,15 @@ from alphagate.core.errors import validation_problem
 from alphagate.core.records import Frozen
 from alphagate.measure.offline.config import OfflineConfig
 from alphagate.measure.offline.requests import LoggedRequest
-from alphagate.measure.offline.walk import WalkCounts, walk_expected, walk_greedy
+from alphagate.measure.offline.walk import (
+    TreeCounts,
+    WalkCounts,
+    walk_expected,
+    walk_greedy,
+    walk_trees,
+)
 from alphagate.measure.results import MeasureError
+from alphagate.specs.tree import TreeShape
 
 if TYPE_CHECKING:
     from alphagate.measure.offline.replay import Models, Scored
@@ -41,9 +48,10 @@ class RequestCounts:
     retokenized: bool
     counts: WalkCounts | None  # None: the request could not be used (see ``problem``)
     problem: str | None = None
+    trees: TreeCounts | None = None  # --tree: each draft tree's counts (one row)
 
     def to_json(self) -> str:
-        c = self.counts
+        c, t = self.counts, self.trees
         return json.dumps(
             {
                 "key": self.key,
@@ -57,29 +65,30 @@ class RequestCounts:
                 "counts": None
                 if c is None
                 else {f: getattr(c, f)[0].tolist() for f in WalkCounts.__dataclass_fields__},
+                **(
+                    {}
+                    if t is None
+                    else {
+                        "trees": {
+                            f: getattr(t, f)[0].tolist() for f in TreeCounts.__dataclass_fields__
+                        }
+                    }
+                ),
             }
         )
 
     @classmethod
-    def from_json(cls, line: str, k_max: int) -> RequestCounts:
+    def from_json(cls, line: str, k_max: int, trees: tuple[TreeShape, ...] = ()) -> RequestCounts:
         """A checkpoint line back; ``ValueError`` for one that is not a request scored with
-        ``k_max`` (not JSON, a field missing or of another type, counts of another shape)."""
+        ``k_max`` and ``trees`` (not JSON, a field missing or of another type, counts of
+        another shape)."""
         try:
             d = _CheckpointLine.model_validate_json(line)
         except ValidationError as exc:
             raise ValueError(validation_problem(exc, where="")) from None
         counts = None
         if d.counts is not None:
-            shapes = _count_shapes(k_max)
-            if set(d.counts) != set(shapes):
-                raise ValueError("counts: not the fields of a scored request")
-            arrays = {}
-            for f, shape in shapes.items():
-                a = np.asarray(d.counts[f], dtype=np.float64)
-                if a.shape != shape or not np.all(np.isfinite(a)) or np.any(a < 0):
-                    raise ValueError(f"counts.{f}: not {shape} counts ≥ 0 (another --k-max?)")
-                arrays[f] = a[None]
-            counts = WalkCounts(**arrays)
+            counts = WalkCounts(**_arrays(d.counts, _count_shapes(k_max), "counts", "--k-max"))
         return cls(
             d.key,
             d.cls,
@@ -90,7 +99,31 @@ class RequestCounts:
             d.retokenized,
             counts,
             d.problem,
+            _tree_counts(d.trees, trees) if counts is not None and trees else None,
         )
+
+
+def _arrays(
+    raw: dict[str, list[Any]], shapes: dict[str, tuple[int, ...]], what: str, flag: str
+) -> dict[str, Any]:
+    """One request's counters from a checkpoint line, each of its expected shape (one row)."""
+    if set(raw) != set(shapes):
+        raise ValueError(f"{what}: not the fields of a scored request")
+    arrays = {}
+    for f, shape in shapes.items():
+        a = np.asarray(raw[f], dtype=np.float64)
+        if a.shape != shape or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"{what}.{f}: not {shape} counts ≥ 0 (another {flag}?)")
+        arrays[f] = a[None]
+    return arrays
+
+
+def _tree_counts(raw: dict[str, list[Any]] | None, trees: tuple[TreeShape, ...]) -> TreeCounts:
+    if raw is None:
+        raise ValueError("trees: missing (scored without --tree?)")
+    n, top = len(trees), max(t.depth for t in trees)
+    shapes = {"passes": (n,), "accepted": (n,), "histogram": (n, top + 1)}
+    return TreeCounts(**_arrays(raw, shapes, "trees", "--tree"))
 
 
 class _CheckpointLine(Frozen):
@@ -107,6 +140,7 @@ class _CheckpointLine(Frozen):
     retokenized: bool
     problem: str | None
     counts: dict[str, list[Any]] | None
+    trees: dict[str, list[Any]] | None = None
 
 
 def _count_shapes(k_max: int) -> dict[str, tuple[int, ...]]:
@@ -167,7 +201,9 @@ def load(cfg: OfflineConfig) -> Models:
             "measure offline needs torch and transformers: pip install 'alphagate[offline]'"
         ) from None
 
-    spec = DrafterSpec(cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max)
+    spec = DrafterSpec(
+        cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max, cfg.tree
+    )
     return load_models(
         cfg.target,
         spec,
@@ -206,6 +242,7 @@ def _walk(
         else:
             acc = np.concatenate([sc.accept for _, sc in scored if sc.accept is not None])
             counts = walk_expected(acc, length, nc, cfg.kmax)
+    trees = _walk_trees([sc for _, sc in scored], cfg) if scored and cfg.tree else None
     out: list[RequestCounts] = []
     i = 0
     for r, sc in batch:
@@ -223,7 +260,23 @@ def _walk(
                 sc.encoded.truncated,
                 sc.encoded.retokenized,
                 counts.take(np.asarray([i])),
+                trees=None if trees is None else trees.take(np.asarray([i])),
             )
         )
         i += 1
     return out
+
+
+def _walk_trees(scored: list[Scored], cfg: OfflineConfig) -> TreeCounts:
+    """Every draft tree walked over the batch's requests at once."""
+    n = len(cfg.tree)
+    runs = np.concatenate(
+        [
+            sc.tree_run if sc.tree_run is not None else np.zeros((n, sc.num_contexts), np.int64)
+            for sc in scored
+        ],
+        axis=1,
+    )
+    nc = np.asarray([sc.num_contexts for sc in scored], dtype=np.int64)
+    length = np.concatenate([sc.length for sc in scored])
+    return walk_trees(runs, [t.depth for t in cfg.tree], length, nc)

@@ -70,6 +70,17 @@ class Expansion:
     def steps(self) -> int:
         return int(self.depth[-1]) if self.depth.size else 0
 
+    @classmethod
+    def concat(cls, parts: list[Expansion]) -> Expansion:
+        """The expansions of several groups of contexts (of one top-k and depth), in order."""
+        return cls(
+            np.concatenate([e.scores for e in parts]),
+            np.concatenate([e.tokens for e in parts]),
+            np.concatenate([e.parent for e in parts]),
+            parts[0].depth,
+            parts[0].topk,
+        )
+
 
 def _top(scores: FloatArray, k: int) -> IntArray:
     """Indices of the k highest scores along the last axis, best first (ties: lower index)."""
@@ -121,7 +132,7 @@ def tree_nodes(exp: Expansion, shape: TreeShape) -> BoolArray:
     chosen = np.zeros((q, c), dtype=bool)
     np.put_along_axis(chosen, picked, True, axis=1)
     rows = np.arange(q)
-    keep = chosen.copy()
+    keep: BoolArray = chosen.copy()
     for j in range(exp.topk, within):  # parents come before their children in the layout
         par = exp.parent[:, j]
         keep[:, j] &= keep[rows, np.maximum(par, 0)] | (par < 0)
