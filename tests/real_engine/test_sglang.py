@@ -83,3 +83,38 @@ def test_tree_acceptance_is_sglangs() -> None:
     got = sglang({"tree": cases})["tree"]
     assert got == want
     assert max(want) >= 3  # long acceptances were exercised
+
+
+def test_the_launch_lines_a_plan_prints_are_accepted_by_sglangs_parser(tmp_path: Path) -> None:
+    """Both servers of an SGLang tree plan, as printed, through ``prepare_server_args``: what
+    SGLang understood is the modelled deployment and the shipped shape."""
+    from alphagate.plan import build_plan
+    from tests.plan.test_trees import CHAIN, GOOD_TREE, WIDE, _offline, _request, _tree
+
+    f = _offline(
+        tmp_path / "o.json",
+        {"code": [_tree(WIDE, GOOD_TREE)], "chat": [_tree(WIDE, GOOD_TREE)]},
+        CHAIN,
+    )
+    req = _request(f)
+    plan = build_plan(req)
+    lines = [plan.serve_baseline, plan.serve_candidate]
+    assert all(x[:3] == ["python", "-m", "sglang.launch_server"] for x in lines)
+    got = sglang({"argv": [x[3:] for x in lines]})["argv"]
+    assert all(g["ok"] for g in got), got
+    base, cand = got
+    dep = req.deployment
+    for g in got:
+        assert g["model_path"] == plan.checkpoint and g["tp_size"] == plan.deployment_detail.tp
+        assert g["max_running_requests"] == dep.max_num_seqs
+        assert g["chunked_prefill_size"] == dep.max_num_batched_tokens
+    assert base["speculative_algorithm"] is None
+    assert (
+        cand["speculative_algorithm"],
+        cand["speculative_num_steps"],
+        cand["speculative_eagle_topk"],
+        cand["speculative_num_draft_tokens"],
+    ) == ("EAGLE3", WIDE.steps, WIDE.topk, WIDE.draft_tokens)
+    # and a line SGLang's parser refuses is reported as such (the check can fail)
+    bad = sglang({"argv": [["--model-path", "m", "--speculative-eagle-topk", "four"]]})["argv"][0]
+    assert not bad["ok"] and "speculative-eagle-topk" in str(bad["error"])

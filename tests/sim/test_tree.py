@@ -12,7 +12,7 @@ import pytest
 
 from alphagate.core.traffic import TrafficClass
 from alphagate.sim.cost import TERMS, StepCostModel, build_cost_model
-from alphagate.sim.kernel import accepted_drafts, acceptance_histogram, decode_capacity
+from alphagate.sim.kernel import acceptance_histogram, accepted_drafts, decode_capacity
 from alphagate.sim.tree import (
     TreeOption,
     best_tree_model,

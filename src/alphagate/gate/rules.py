@@ -392,16 +392,34 @@ def load_plan(path: Path) -> Plan:
     return plan
 
 
+def _acceptance_rules(plan: Plan, src: str) -> list[Rule]:
+    """The plan's acceptance rules: α overall and per class; for an SGLang draft tree, τ —
+    SGLang's accept rate divides by every verified node, and α from it would misjudge a tree."""
+    tree = plan.sglang_tree
+    if (
+        tree is not None
+        and tree.shipped is not None
+        and tree.tau_gate is not None
+        and not tree.shipped.is_chain
+    ):
+        where = f"plan, SGLang draft tree {tree.shipped.label()} at concurrency {tree.concurrency}"
+        return [Rule(metric="mean_acceptance_length", threshold=tree.tau_gate, source=where)]
+    g = plan.gate
+    assert g is not None
+    rules = [Rule(metric="alpha", threshold=g.alpha_min, source=src)]
+    for c in plan.classes:
+        if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
+            rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    return rules
+
+
 def plan_rules(plan: Plan, path: Path) -> list[Rule]:
     """The rules of a plan's gate."""
     g = plan.gate
     if g is None:
         raise ConfigError(f"{path}: the plan is a {plan.verdict}: it has no gate to apply")
     src = f"plan {path.name} (decided at concurrency {g.concurrency}, K={g.k})"
-    rules = [Rule(metric="alpha", threshold=g.alpha_min, source=src)]
-    for c in plan.classes:
-        if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
-            rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    rules = _acceptance_rules(plan, src)
     at = plan.concurrency
     rules += [
         Rule(metric="tpot_speedup", threshold=g.min_tpot_speedup, concurrency=at, source=src),

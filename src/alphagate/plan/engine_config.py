@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from alphagate.specs.deployment import DrafterConfig, NgramDrafter, ResolvedDeployment
 from alphagate.specs.models import checkpoint_for, preset_family
 from alphagate.specs.schedule import ScheduleError, compress_schedule, validate_schedule
+from alphagate.specs.tree import TreeShape, chain_shape
 
 __all__ = [
     "DEFAULT_DRAFTS",
@@ -105,19 +106,23 @@ _SGLANG_ALGORITHM: Final[dict[str, str]] = {
 }
 
 
-def sglang_flags(drafter: DrafterConfig, draft: str | None, k: int) -> list[str]:
-    """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1)."""
+def sglang_flags(
+    drafter: DrafterConfig, draft: str | None, k: int, tree: TreeShape | None = None
+) -> list[str]:
+    """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1), or for
+    the draft ``tree`` (EAGLE / EAGLE-3: ``--speculative-eagle-topk`` > 1)."""
     method = drafter.method
+    shape = tree or chain_shape(k)
     flags = ["--speculative-algorithm", _SGLANG_ALGORITHM[method]]
     if method in ("eagle3", "eagle", "draft_model"):
         flags += ["--speculative-draft-model-path", draft or "<path-or-repo-of-the-draft>"]
     flags += [
         "--speculative-num-steps",
-        str(k),
+        str(shape.steps),
         "--speculative-eagle-topk",
-        "1",
+        str(shape.topk),
         "--speculative-num-draft-tokens",
-        str(k + 1),
+        str(shape.draft_tokens),
     ]
     return flags
 
