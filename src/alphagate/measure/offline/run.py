@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 import numpy as np
 import numpy.typing as npt
 
+from alphagate.measure.engines import EngineInfo
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.offline.config import OfflineConfig
 from alphagate.measure.offline.requests import (
@@ -361,4 +362,7 @@ def _result(
         classes=s.classes,
         sources=len(cfg.logs),
         offline=details,
+        engine=EngineInfo(
+            engine="vllm", source="measure offline: vLLM's counters, replayed (SGLang's for --tree)"
+        ),
     )
