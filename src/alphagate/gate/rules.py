@@ -396,13 +396,9 @@ def _acceptance_rules(plan: Plan, src: str) -> list[Rule]:
     """The plan's acceptance rules: α overall and per class; for an SGLang draft tree, τ —
     SGLang's accept rate divides by every verified node, and α from it would misjudge a tree."""
     tree = plan.sglang_tree
-    if (
-        tree is not None
-        and tree.shipped is not None
-        and tree.tau_gate is not None
-        and not tree.shipped.is_chain
-    ):
-        where = f"plan, SGLang draft tree {tree.shipped.label()} at concurrency {tree.concurrency}"
+    shape = None if tree is None else tree.tau_gated
+    if tree is not None and shape is not None and tree.tau_gate is not None:
+        where = f"plan, SGLang draft tree {shape.label()} at concurrency {tree.concurrency}"
         return [Rule(metric="mean_acceptance_length", threshold=tree.tau_gate, source=where)]
     g = plan.gate
     assert g is not None

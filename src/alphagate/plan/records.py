@@ -481,6 +481,13 @@ class TreePlan(Frozen):
     source: str = Field(description="where the measured acceptance came from")
     flags: list[str] = Field(description="SGLang's --speculative-* flags of the shipped shape")
 
+    @property
+    def tau_gated(self) -> TreeShape | None:
+        """The shipped shape when it is a tree that the gate judges on τ (a chain's acceptance
+        is judged as any chain's), else None."""
+        s = self.shipped
+        return s if s is not None and not s.is_chain and self.tau_gate is not None else None
+
 
 class Plan(Results):
     """A staged rollout plan (``alphagate plan --json`` prints it; the markdown renders it)."""

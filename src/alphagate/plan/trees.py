@@ -53,29 +53,24 @@ def _measured(path: Path) -> list[MeasuredTree]:
     if m.offline is None:
         return []
     out: list[MeasuredTree] = []
-    named = [(None, m.offline.overall), *m.offline.classes.items()]
-    for name, c in named:
-        for row in c.by_k:
-            if row.mean_acceptance_length is not None:
-                out.append(
-                    MeasuredTree(
-                        class_name=name,
-                        shape=chain_shape(row.k),
-                        mean_acceptance_length=row.mean_acceptance_length,
-                        source=path.name,
-                    )
-                )
-        for t in c.trees:
-            if t.mean_acceptance_length is not None:
-                out.append(
-                    MeasuredTree(
-                        class_name=name,
-                        shape=t.shape,
-                        mean_acceptance_length=t.mean_acceptance_length,
-                        histogram=t.acceptance_length_histogram,
-                        source=path.name,
-                    )
-                )
+    for name, c in [(None, m.offline.overall), *m.offline.classes.items()]:
+        rows: list[tuple[TreeShape, float | None, list[float] | None]] = [
+            (chain_shape(r.k), r.mean_acceptance_length, None) for r in c.by_k
+        ]
+        rows += [
+            (t.shape, t.mean_acceptance_length, t.acceptance_length_histogram) for t in c.trees
+        ]
+        out += [
+            MeasuredTree(
+                class_name=name,
+                shape=shape,
+                mean_acceptance_length=tau,
+                histogram=h,
+                source=path.name,
+            )
+            for shape, tau, h in rows
+            if tau is not None
+        ]
     return out
 
 

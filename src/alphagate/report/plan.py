@@ -245,17 +245,13 @@ def render_plan_console(p: Plan) -> RenderableType:
     parts += _uncertainty_lines(p)
     parts.append(Text.assemble(("Policy: ", "bold"), p.policy))
     tree = p.sglang_tree
-    if (
-        tree is not None
-        and tree.shipped is not None
-        and tree.tau_gate is not None
-        and not tree.shipped.is_chain
-    ):
+    shape = None if tree is None else tree.tau_gated
+    if tree is not None and shape is not None:
         parts.append(
             Text.assemble(
                 ("Gate: ", "bold"),
-                f"τ ≥ {tree.tau_gate:.2f} (SGLang's spec_accept_length) at concurrency "
-                f"{tree.concurrency}, draft tree {tree.shipped.label()}",
+                f"τ ≥ {_a2(tree.tau_gate)} (SGLang's spec_accept_length) at concurrency "
+                f"{tree.concurrency}, draft tree {shape.label()}",
             )
         )
     elif p.gate is not None:
