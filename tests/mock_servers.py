@@ -47,9 +47,14 @@ class MockVllm:
     drafts: float = 0.0
     per_pos: list[float] = field(default_factory=list)
     seen: list[Request] = field(default_factory=list)
+    version: str = "0.32.0"
 
     def __call__(self, req: Request) -> Response:
         self.seen.append(req)
+        if req.path.endswith("/version"):  # vLLM's GET /version
+            return Response.json(json.dumps({"version": self.version}).encode())
+        if req.method == "GET" and not req.path.endswith(("/v1/models", "/metrics")):
+            return Response(404, reason="Not Found")
         if req.path.endswith("/v1/models"):
             body = {"data": [{"id": self.model, "root": f"/models/{self.model}"}]}
             return Response.json(json.dumps(body).encode())

@@ -70,7 +70,8 @@ def test_measure_live_counts_the_increase_between_scrapes() -> None:
     server = MockVllm(k=3, tokens=10, model="llama")
 
     def handler(req: Request) -> Response:
-        server.stream()  # ten more drafts between every two scrapes
+        if req.path.endswith("/metrics"):
+            server.stream()  # ten more drafts between every two scrapes
         return server(req)
 
     m = _live(handler, min_drafts=50)
@@ -80,7 +81,12 @@ def test_measure_live_counts_the_increase_between_scrapes() -> None:
     assert e.draft_acceptance_rate == pytest.approx((1.0 + 0.5) / 3)
     assert m.models == ["llama"]
     # the first scrape counts nothing: every increase comes after it
-    assert e.num_drafts == 10 * (len(server.seen) - 1)
+    scrapes = [r for r in server.seen if r.path.endswith("/metrics")]
+    assert e.num_drafts == 10 * (len(scrapes) - 1)
+    # and the reading says where it came from: vLLM's GET /version, asked once
+    assert m.engine is not None and (m.engine.engine, m.engine.version) == ("vllm", "0.32.0")
+    assert m.engine.source == "GET /version"
+    assert sum(r.path.endswith("/version") for r in server.seen) == 1
 
 
 def test_credentials_in_the_url_are_a_header_and_never_shown() -> None:
@@ -92,7 +98,8 @@ def test_credentials_in_the_url_are_a_header_and_never_shown() -> None:
 
     m = _live(handler, url=f"http://user:{CANARY}@h:8000/?token={CANARY}", min_drafts=10)
     assert all(r.headers.get("Authorization", "").startswith("Basic ") for r in seen)
-    assert all("@" not in r.url and r.url.startswith("http://h:8000/metrics?") for r in seen)
+    assert all("@" not in r.url and r.url.startswith("http://h:8000/") for r in seen)
+    assert any(r.url.startswith("http://h:8000/metrics?") for r in seen)
     assert CANARY not in m.source and REDACTED in m.source
 
 
@@ -135,6 +142,8 @@ def test_a_replica_that_blips_after_the_first_scrape_is_noted_and_skipped() -> N
     calls = {"n": 0}
 
     def handler(req: Request) -> Response:
+        if not req.path.endswith("/metrics"):  # GET /version, /get_server_info: no answer
+            return Response(404, reason="Not Found")
         calls["n"] += 1
         if calls["n"] == 2:
             return Response(503, reason="Service Unavailable")

@@ -127,3 +127,31 @@ def test_decode_batch_lines_give_tau_only(cli: Cli, tmp_path: Path) -> None:
     assert d["overall"]["sglang_accept_length"] == pytest.approx(2.50)
     assert d["overall"]["mean_acceptance_length_ci"] is None
     assert any("no counts" in x for x in d["notes"])
+
+
+def _sglang_server(version: str, topk: int) -> web.Application:
+    async def metrics(request: web.Request) -> web.Response:
+        text = (
+            "# TYPE sglang:spec_accept_length gauge\n"
+            'sglang:spec_accept_length{model_name="m"} 2.5\n'
+        )
+        return web.Response(text=text, content_type="text/plain")
+
+    async def info(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"version": version, "model_path": "m", "speculative_num_steps": 3,
+             "speculative_eagle_topk": topk, "speculative_num_draft_tokens": 4 if topk == 1 else 8,
+             "internal_states": [{"avg_spec_accept_length": 2.5}]}
+        )  # fmt: skip
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/get_server_info", info)
+    return app
+
+
+def test_live_records_sglangs_version_and_shape(cli: Cli) -> None:
+    with serve(_sglang_server("0.5.23", 4)) as url:
+        d = cli.json("measure", "live", "--url", url, "--interval", "0.05")
+    assert d["engine"]["engine"] == "sglang" and d["engine"]["version"] == "0.5.23"
+    assert d["engine"]["source"] == "GET /get_server_info" and d["engine"]["eagle_topk"] == 4

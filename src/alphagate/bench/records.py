@@ -23,6 +23,7 @@ from alphagate.bench.sweep import SweepSummary
 from alphagate.bench.validity import RunValidity
 from alphagate.core.errors import validation_problem
 from alphagate.core.records import Frozen, Results
+from alphagate.measure.engines import from_meta_keys
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate_from_requests
 from alphagate.measure.prom import SpecAcceptance, merge_acceptance
 from alphagate.sim.results import Distribution, LatencyStats, Speedups, ratio, speedups
@@ -82,6 +83,25 @@ class RequestSpecDecode(Frozen):
     )
     k: int | None = Field(default=None, description="num_speculative_tokens (the largest K)")
     source: Literal["vllm", "sglang"] = "vllm"
+    version: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="the engine versions the reply's key names date it to (SGLang's meta_info: "
+        "≤ 0.5.10, 0.5.11, ≥ 0.5.12; alphagate.measure.engines)",
+    )
+
+    @property
+    def definition(self) -> str:
+        """What ρ of these counts means (:func:`alphagate.measure.engines.definition`): SGLang
+        proposes ``num_draft_tokens − 1`` nodes per pass; more than the histogram's depth
+        (the steps) is a draft tree's."""
+        if self.source == "vllm":
+            return "drafts"
+        h = self.acceptance_histogram
+        if not h or self.num_drafts == 0:
+            return "unknown"
+        nodes = self.num_draft_tokens / self.num_drafts
+        return "tree nodes" if nodes > len(h) - 1 + 1e-9 else "drafts"
 
     @model_validator(mode="after")
     def _consistent(self) -> RequestSpecDecode:
@@ -124,21 +144,29 @@ def spec_of(raw: dict[str, Any] | None) -> tuple[RequestSpecDecode | None, str |
     """A reply's per-request spec-decode counts as :class:`RequestSpecDecode`, or why they
     cannot be used (None, None: the server sent none).
 
-    SGLang's key names changed in PR #24081 (``spec_num_correct_drafts``,
-    ``spec_num_proposed_drafts``, ``spec_correct_drafts_histogram``; the older
-    ``spec_accepted_drafts``, ``spec_proposed_drafts``, ``spec_accept_histogram`` are read too)."""
+    SGLang's key names changed twice with the same counts behind them (accepted drafts, no
+    bonus; verify passes × (num_draft_tokens − 1) proposed): ``spec_accept_token_num`` /
+    ``spec_draft_token_num`` up to 0.5.10, ``spec_accepted_drafts`` / ``spec_proposed_drafts``
+    in 0.5.11 (PR #23530), ``spec_num_correct_drafts`` / ``spec_num_proposed_drafts`` /
+    ``spec_correct_drafts_histogram`` from 0.5.12 (PR #24081); all are read, and the record
+    keeps the versions its keys date it to."""
     if raw is None:
         return None, None
+    version = None
     if raw.get("source") == "sglang":
         fields = {
             "num_drafts": _first_int(raw, "spec_verify_ct"),
             "num_accepted_tokens": _first_int(
-                raw, "spec_num_correct_drafts", "spec_accepted_drafts"
+                raw, "spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"
             ),
-            "num_draft_tokens": _first_int(raw, "spec_num_proposed_drafts", "spec_proposed_drafts"),
+            "num_draft_tokens": _first_int(
+                raw, "spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"
+            ),
         }
         hist = raw.get("spec_correct_drafts_histogram", raw.get("spec_accept_histogram"))
         source = "sglang"
+        dated = from_meta_keys(raw)
+        version = None if dated is None else dated.version
     else:
         fields = {
             "num_drafts": _first_int(raw, "num_spec_steps"),
@@ -158,6 +186,7 @@ def spec_of(raw: dict[str, Any] | None) -> tuple[RequestSpecDecode | None, str |
                 acceptance_histogram=hist if isinstance(hist, list) else None,
                 k=k if k is not None else (len(hist) - 1 if isinstance(hist, list) else None),
                 source=source,
+                version=version,
             ),
             None,
         )

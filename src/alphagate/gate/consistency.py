@@ -12,6 +12,10 @@ measured on another deployment or long ago is refused — never judged.
   counts, endpoint, sampling, and the prompt and output lengths the servers reported;
 - **the deployment** (:func:`check_deployment`): evidence that names the model it measured must
   name the plan's;
+- **definitions** (:func:`check_definitions`): a rule on ρ, or on the α it implies, is not
+  judged on an SGLang draft tree's acceptance (accepted ÷ every verified node: not a chain's ρ);
+  two readings of one traffic defined differently are refused where they meet
+  (:meth:`~alphagate.gate.evidence.Evidence.add_acceptance`);
 - **time** (:func:`window_problem`): a window that ends before it starts or after now is
   impossible (refused); one older than ``--max-age`` is stale (not enough evidence: measure
   again).
@@ -26,15 +30,21 @@ import math
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alphagate.bench.records import BenchResult, RequestRecord, stats_of
 from alphagate.core.errors import ConfigError
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate
 
+if TYPE_CHECKING:
+    from alphagate.gate.evidence import Evidence
+    from alphagate.gate.rules import Rule
+
 __all__ = [
     "DEFAULT_MAX_AGE_S",
     "bench_started_at",
     "check_checkpoint",
+    "check_definitions",
     "check_deployment",
     "check_estimate",
     "check_pair",
@@ -278,3 +288,19 @@ def check_deployment(served_model: str, evidence: list[tuple[str, str | None]]) 
                 "of another deployment says nothing about this one (re-plan with --served-model "
                 "if the name is an alias)"
             )
+
+
+def check_definitions(rules: list[Rule], ev: Evidence) -> None:
+    """A ρ or α rule whose reading is an SGLang draft tree's: refused (exit 2), naming both."""
+    for rule in rules:
+        if rule.metric not in ("draft_acceptance_rate", "alpha"):
+            continue
+        if ev.definition.get(rule.cls) != "tree nodes":
+            continue
+        raise ConfigError(
+            f"{rule.describe()} cannot be judged on {ev.acceptance_source[rule.cls]} "
+            f"({ev.engine.get(rule.cls, '')}): an SGLang draft tree's accept rate divides the "
+            "accepted drafts by every verified node, not by a chain's drafts, and implies no α; "
+            "gate the tree on τ (--min-mean-acceptance-length, or the τ gate of a plan made "
+            "with --engine sglang)"
+        )

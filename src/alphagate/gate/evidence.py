@@ -26,12 +26,14 @@ from alphagate.gate.consistency import (
     check_records,
     window_problem,
 )
+from alphagate.measure.engines import definition
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, wilson
 from alphagate.measure.results import MeasureResult
 
 __all__ = [
     "ABSide",
     "Evidence",
+    "Reading",
     "Value",
     "load_bench",
     "load_measure",
@@ -66,12 +68,28 @@ class ABSide:
     source: str = ""  # the file it came from
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a reading's acceptance means (:func:`alphagate.measure.engines.definition`) and the
+    engine it came from, in words."""
+
+    definition: str = "unknown"
+    engine: str = "engine not recorded"
+
+    @classmethod
+    def of(cls, m: MeasureResult) -> Reading:
+        return cls(definition(m.engine), m.engine.label() if m.engine else cls.engine)
+
+
 @dataclass
 class Evidence:
     """Everything the gate was given, by kind."""
 
     acceptance: dict[str | None, AcceptanceEstimate] = field(default_factory=dict)  # None = all
     acceptance_source: dict[str | None, str] = field(default_factory=dict)
+    #: what each reading's ρ means (alphagate.measure.engines.definition), and its engine
+    definition: dict[str | None, str] = field(default_factory=dict)
+    engine: dict[str | None, str] = field(default_factory=dict)
     kind: dict[str | None, str] = field(default_factory=dict)  # "bench", "file" or "live"
     sides: dict[str, dict[int | None, ABSide]] = field(
         default_factory=lambda: {"baseline": {}, "candidate": {}}
@@ -98,14 +116,23 @@ class Evidence:
         *,
         bench: bool = False,
         live: bool = False,
+        reading: Reading | None = None,
     ) -> None:
         """Acceptance for ``cls`` (None: all traffic). Live evidence replaces any other; a
         measure file replaces what a bench run's counters said (among bench levels the one with
         the most drafts is kept); two measure files for the same traffic raise
-        :class:`ConfigError` — the gate would otherwise judge whichever came last."""
+        :class:`ConfigError` — the gate would otherwise judge whichever came last — and so do
+        two readings whose figures are defined differently (:func:`_same_definition`)."""
         kind = "live" if live else "bench" if bench else "file"
         old_kind = self.kind.get(cls)
         old = self.acceptance.get(cls)
+        reading = reading or Reading()
+        if old is not None:
+            _same_definition(
+                cls,
+                (self.acceptance_source[cls], self.definition[cls], self.engine[cls]),
+                (source, reading.definition, reading.engine),
+            )
         if (
             old is not None
             and old_kind is not None
@@ -132,6 +159,8 @@ class Evidence:
         self.acceptance[cls] = est
         self.acceptance_source[cls] = source
         self.kind[cls] = kind
+        self.definition[cls] = reading.definition
+        self.engine[cls] = reading.engine
 
     def add_side(self, role: str, concurrency: int | None, side: ABSide) -> None:
         self.sides[role][concurrency] = side
@@ -141,6 +170,26 @@ class Evidence:
         """Baseline and candidate, by concurrency (None: an open-loop or unknown level)."""
         base, cand = self.sides["baseline"], self.sides["candidate"]
         return {c: (base[c], cand[c]) for c in cand if c in base}
+
+
+def _same_definition(cls: str | None, a: tuple[str, str, str], b: tuple[str, str, str]) -> None:
+    """Two readings of the same traffic whose acceptance is defined differently — a chain's ρ
+    (accepted ÷ drafted) and an SGLang draft tree's (accepted ÷ every verified node) — are not
+    the same quantity: refused, naming both (a definition not recorded is not refused)."""
+    (a_src, a_def, a_eng), (b_src, b_def, b_eng) = a, b
+    if "unknown" in (a_def, b_def) or a_def == b_def:
+        return
+    what = f"class {cls}" if cls else "all traffic"
+    raise ConfigError(
+        f"two readings of {what} define acceptance differently: {a_src} ({a_eng}; ρ = accepted "
+        f"÷ {_PER[a_def]}) and {b_src} ({b_eng}; ρ = accepted ÷ {_PER[b_def]}): they cannot be "
+        "compared or combined; give readings of one engine configuration, or gate on τ alone "
+        "with each"
+    )
+
+
+#: what each definition of ρ divides the accepted drafts by
+_PER = {"drafts": "drafted tokens", "tree nodes": "every verified node of a draft tree"}
 
 
 def _no_contradiction(
@@ -188,10 +237,11 @@ def load_measure(path: Path, ev: Evidence) -> None:
     if stale is not None:
         ev.stale.append(stale)
         return
+    how = Reading.of(m)
     if m.overall is not None:
-        ev.add_acceptance(None, m.overall, f"{path.name} ({m.verb})")
+        ev.add_acceptance(None, m.overall, f"{path.name} ({m.verb})", reading=how)
     for name, est in m.classes.items():
-        ev.add_acceptance(name, est, f"{path.name} ({m.verb}, class {name})")
+        ev.add_acceptance(name, est, f"{path.name} ({m.verb}, class {name})", reading=how)
 
 
 def _records(path: Path, result: BenchResult) -> list[RequestRecord]:
@@ -266,11 +316,33 @@ def load_bench(path: Path, ev: Evidence, role: str | None = None) -> None:
                 ABSide(label=side_role, records=recs, level=lv, slo=result.slo, source=path.name),
             )
     measured = bench_acceptance(result, path.name)
+    how = _bench_definition(records, path)
     if measured.overall is not None:
-        ev.add_acceptance(None, measured.overall, measured.overall_source, bench=True)
+        ev.add_acceptance(None, measured.overall, measured.overall_source, bench=True, reading=how)
     for name, est in measured.classes.items():
-        ev.add_acceptance(name, est, measured.class_source[name], bench=True)
+        ev.add_acceptance(name, est, measured.class_source[name], bench=True, reading=how)
     ev.notes += measured.notes
+
+
+def _bench_definition(records: list[RequestRecord], path: Path) -> Reading:
+    """What a bench run's acceptance means: its replies' per-request counts say (SGLang's key
+    names date them), else the server's counters (vLLM's /metrics: drafted tokens). One run
+    whose replies define it two ways is refused."""
+    specs = [r.spec for r in records if r.spec is not None]
+    if not specs:
+        return Reading("drafts", "the server's vLLM counters")
+    defs = {s.definition for s in specs} - {"unknown"}
+    if len(defs) > 1:
+        raise ConfigError(
+            f"{path}: its replies' spec-decode counts define acceptance two ways "
+            f"({', '.join(sorted(defs))}): two engine configurations behind one run"
+        )
+    first = specs[0]
+    versions = sorted({s.version for s in specs if s.version})
+    engine = {"vllm": "vLLM", "sglang": "SGLang"}[first.source] + (
+        f" {', '.join(versions)}" if versions else ""
+    )
+    return Reading(defs.pop() if defs else "unknown", engine + " (per-request counts)")
 
 
 def load_vllm_result(path: Path, ev: Evidence, role: str) -> None:

@@ -385,16 +385,30 @@ def load_plan(path: Path) -> Plan:
     return plan
 
 
+def _acceptance_rules(plan: Plan, src: str) -> list[Rule]:
+    """The plan's acceptance rules: α overall and per class; for an SGLang draft tree, τ —
+    SGLang's accept rate divides by every verified node, and α from it would misjudge a tree."""
+    tree = plan.sglang_tree
+    shape = None if tree is None else tree.tau_gated
+    if tree is not None and shape is not None and tree.tau_gate is not None:
+        where = f"plan, SGLang draft tree {shape.label()} at concurrency {tree.concurrency}"
+        return [Rule(metric="mean_acceptance_length", threshold=tree.tau_gate, source=where)]
+    g = plan.gate
+    assert g is not None
+    rules = [Rule(metric="alpha", threshold=g.alpha_min, source=src)]
+    for c in plan.classes:
+        if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
+            rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    return rules
+
+
 def plan_rules(plan: Plan, path: Path) -> list[Rule]:
     """The rules of a plan's gate."""
     g = plan.gate
     if g is None:
         raise ConfigError(f"{path}: the plan is a {plan.verdict}: it has no gate to apply")
     src = f"plan {path.name} (decided at concurrency {g.concurrency}, K={g.k})"
-    rules = [Rule(metric="alpha", threshold=g.alpha_min, source=src)]
-    for c in plan.classes:
-        if c.name not in plan.routed_away and c.alpha_gate is not None and len(plan.classes) > 1:
-            rules.append(Rule(metric="alpha", threshold=c.alpha_gate, cls=c.name, source=src))
+    rules = _acceptance_rules(plan, src)
     if plan.method == "suffix":
         # drafts of variable length: the server's α is position 1's, not the plan's α per reached
         # position at the measured draft lengths; the τ that α gives there is what it measures

@@ -21,6 +21,7 @@ from alphagate.gate.consistency import (
 )
 from alphagate.gate.evidence import (
     Evidence,
+    Reading,
     load_bench,
     load_measure,
     load_vllm_result,
@@ -83,7 +84,7 @@ class EvidenceFiles(NamedTuple):
         if scrapes:
             m = measure_scrape_files(scrapes)
             if m.overall is not None and m.overall.num_drafts > 0:
-                ev.add_acceptance(None, m.overall, m.source)
+                ev.add_acceptance(None, m.overall, m.source, reading=Reading.of(m))
             ev.sources += [str(p) for p in scrapes]
         for p in self.measure:
             if p not in scrapes:
@@ -175,4 +176,4 @@ class LiveSource:
             ev.models += [(m.source, name) for name in m.models]
         if m is not None and m.overall is not None and m.overall.num_drafts > 0:
             window = f" over {m.window_s:,.0f} s" if m.window_s else ""
-            ev.add_acceptance(None, m.overall, m.source + window, live=True)
+            ev.add_acceptance(None, m.overall, m.source + window, live=True, reading=Reading.of(m))

@@ -99,6 +99,11 @@ class AcceptanceEstimate(Frozen):
         default=None,
         description="SGLang's accept length (τ) where it has no counts: a gauge or log average",
     )
+    sglang_accept_rate: float | None = Field(
+        default=None,
+        description="SGLang's accept rate where it has no counts, in its current definition: "
+        "accepted ÷ (passes · (num_draft_tokens − 1)) (alphagate.measure.engines)",
+    )
     interval_basis: str = Field(
         default="independent steps",
         description="what the intervals assume: independent steps, or N batches (cluster-robust)",

@@ -29,6 +29,7 @@ from pydantic import Field
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 from alphagate.core.secrets import Secrets, redact, split_credentials
+from alphagate.measure.engines import EngineInfo, from_sglang_server_info, from_vllm_version
 from alphagate.measure.estimate import estimate
 from alphagate.measure.prom import CounterWindow, SpecAcceptance, SpecCounters, parse_spec_counters
 from alphagate.measure.results import MeasureError, MeasureResult
@@ -126,21 +127,48 @@ def _error_text(exc: BaseException | None, secrets: Secrets) -> str:
     return redact(f"{type(exc).__name__}: {exc}", secrets)
 
 
-async def _sglang_server_info(transport: Transport, rep: Replica, cfg: LiveConfig) -> float | None:
-    """SGLang without spec-decode metrics: ``/get_server_info`` →
-    ``internal_states[0].avg_spec_accept_length``, τ averaged since the server started."""
-    url = _with_path(rep.url, lambda p: p.removesuffix("/metrics") + "/get_server_info")
+async def _get_json(transport: Transport, rep: Replica, cfg: LiveConfig, path: str) -> object:
+    """``GET`` a path beside the replica's ``/metrics`` as JSON; None when it does not answer."""
+    url = _with_path(rep.url, lambda p: p.removesuffix("/metrics") + path)
     try:
         reply = await get(transport, url, rep.headers, timeout_s=cfg.timeout_s)
         if reply.status != 200:
             return None
-        info = json.loads(reply.body)
+        return json.loads(reply.body)
     except (TransportError, OSError, asyncio.TimeoutError, ValueError, UnicodeDecodeError):
         return None
+
+
+async def _sglang_server_info(transport: Transport, rep: Replica, cfg: LiveConfig) -> float | None:
+    """SGLang without spec-decode metrics: ``/get_server_info`` →
+    ``internal_states[0].avg_spec_accept_length``, τ averaged since the server started."""
+    info = await _get_json(transport, rep, cfg, "/get_server_info")
     states = info.get("internal_states") if isinstance(info, dict) else None
     first = states[0] if isinstance(states, list) and states else None
     tau = first.get("avg_spec_accept_length") if isinstance(first, dict) else None
     return float(tau) if isinstance(tau, int | float) and not isinstance(tau, bool) else None
+
+
+def engine_of_metrics(snap: SpecCounters) -> EngineInfo:
+    """The engine a scrape's metric names name (no version: a scrape holds none)."""
+    if snap.twin_steps is not None:
+        return EngineInfo(engine="vllm", source="the alphagate twin's /metrics (vLLM's names)")
+    if snap.sglang_accept_length and not snap.series:
+        return EngineInfo(engine="sglang", source="metric names (sglang:); no version answered")
+    if snap.present:
+        return EngineInfo(engine="vllm", source="metric names (vllm:); no version answered")
+    return EngineInfo(engine=None, source="no version answered and no known metric names")
+
+
+async def _engine_info(
+    transport: Transport, rep: Replica, cfg: LiveConfig, snap: SpecCounters
+) -> EngineInfo:
+    """The replica's engine and version: vLLM's ``GET /version``, else SGLang's ``GET
+    /get_server_info``; without either, what its metric names say."""
+    info = from_vllm_version(await _get_json(transport, rep, cfg, "/version"))
+    if info is None:
+        info = from_sglang_server_info(await _get_json(transport, rep, cfg, "/get_server_info"))
+    return info or engine_of_metrics(snap)
 
 
 def _scrape_message(exc: ScrapeError, url: str, secrets: Secrets) -> str:
@@ -235,6 +263,7 @@ class LiveWindow:
         self.t0 = time.time()
         self.scrapes = 0
         self.since_boot = False
+        self.engines: list[EngineInfo] = []  # each replica's, read at the first scrape
 
     async def scrape(self) -> None:
         """Scrape every replica once. The first scrape must reach all of them (else
@@ -249,11 +278,20 @@ class LiveWindow:
 
     async def _round(self, transport: Transport) -> list[SpecCounters | None]:
         if self.scrapes == 0:
-            return list(
+            first = list(
                 await asyncio.gather(
                     *(_scrape(transport, r, self.cfg, self.secrets) for r in self.replicas)
                 )
             )
+            self.engines = list(
+                await asyncio.gather(
+                    *(
+                        _engine_info(transport, r, self.cfg, s)
+                        for r, s in zip(self.replicas, first, strict=True)
+                    )
+                )
+            )
+            return list(first)
         snaps: list[SpecCounters | None] = []
         for r in self.replicas:
             try:
@@ -342,6 +380,9 @@ class LiveWindow:
             )
         if any(w.appeared for w in self.windows):
             notes.append("an engine appeared inside the window: counted from its start")
+        engine, differ = _one_engine(self.engines, self.urls)
+        if differ:
+            notes.append(differ)
         return MeasureResult(
             verb="measure live",
             source=", ".join(self.urls),
@@ -353,7 +394,22 @@ class LiveWindow:
             sources=len(self.windows),
             models=sorted(self.models),
             notes=notes,
+            engine=engine,
         )
+
+
+def _one_engine(engines: list[EngineInfo], urls: list[str]) -> tuple[EngineInfo | None, str]:
+    """The replicas' engine, when they agree; else none, and which reported what."""
+    if not engines:
+        return None, ""
+    kinds = {(e.engine, e.version) for e in engines}
+    if len(kinds) == 1:
+        return engines[0], ""
+    shown = "; ".join(f"{u}: {e.label()}" for u, e in zip(urls, engines, strict=True))
+    return (
+        EngineInfo(engine=None, source="replicas of different engines or versions"),
+        f"the replicas report different engines or versions, summed together: {shown}",
+    )
 
 
 async def _watch(
@@ -450,6 +506,7 @@ def measure_scrape_files(
             raise MeasureError(f"{p}: no series match model_name={model_name!r} (seen: {seen})")
         times.append(p.stat().st_mtime)
         win.add([snap], times[-1])
+        win.engines = [engine_of_metrics(snap)]
     res = win.result()
     span = times[-1] - times[0]
     return res.model_copy(

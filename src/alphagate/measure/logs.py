@@ -42,10 +42,16 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from alphagate.measure.engines import (
+    EngineInfo,
+    current_accept_rate,
+    from_log_line,
+    from_meta_keys,
+)
 from alphagate.measure.estimate import estimate
 from alphagate.measure.results import MeasureError, MeasureResult
 
@@ -55,6 +61,8 @@ __all__ = ["LogLine", "measure_logs", "parse_log_line", "parse_sglang_line", "re
 InputLine = str | tuple[str, int, str]
 
 _SGLANG_DECODE = re.compile(r"Decode batch.*?accept len: (?P<len>[\d.]+)")
+_SGLANG_RATE = re.compile(r"accept rate: (?P<rate>[\d.]+)")
+_META_KEYS = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
 _PID = re.compile(r"pid=(\d+)")
 _TIME = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
 #: what a line of a server log starts with: a level and a time (vLLM ``INFO 11-30 13:37:02``,
@@ -217,7 +225,11 @@ def parse_sglang_line(text: str) -> tuple[str, float, float] | None:
     return None
 
 
-def _sglang(items: list[tuple[str, float, float]], source: str, k: int | None) -> MeasureResult:
+def _sglang(read: _Read, source: str, k: int | None) -> MeasureResult:
+    items = read.sglang
+    engine = read.engine or EngineInfo(
+        engine="sglang", source="its log lines; no server_args line in the log"
+    )
     meta = [(n, ct) for kind, n, ct in items if kind == "meta"]
     if meta:
         completion, verify = sum(n for n, _ in meta), sum(ct for _, ct in meta)
@@ -246,10 +258,12 @@ def _sglang(items: list[tuple[str, float, float]], source: str, k: int | None) -
             source=f"{source}: {len(meta):,} SGLang responses",
             overall=overall,
             notes=notes,
+            engine=engine,
         )
     lens = [x for kind, x, _ in items if kind == "decode"]
+    rate, rate_note = _sglang_rate(read.sglang_rates, engine)
     overall = estimate(0.0, 0.0, 0.0, [], k).model_copy(
-        update={"sglang_accept_length": sum(lens) / len(lens)}
+        update={"sglang_accept_length": sum(lens) / len(lens), "sglang_accept_rate": rate}
     )
     return MeasureResult(
         verb="measure logs",
@@ -258,8 +272,35 @@ def _sglang(items: list[tuple[str, float, float]], source: str, k: int | None) -
         notes=[
             "SGLang logs an average accept length per interval with no counts behind it: τ "
             "only, the mean of the intervals, without a confidence interval; log the meta_info "
-            "of responses, or scrape /metrics, for counts"
+            "of responses, or scrape /metrics, for counts",
+            *([rate_note] if rate_note else []),
         ],
+        engine=engine,
+    )
+
+
+def _sglang_rate(
+    rates: list[tuple[float, float, str]], engine: EngineInfo
+) -> tuple[float | None, str | None]:
+    """SGLang's logged accept rates in their current definition, averaged, and what was done
+    (:func:`~alphagate.measure.engines.current_accept_rate`); None with the reason when they
+    cannot be converted (the accept length τ stands either way)."""
+    if not rates:
+        return None, None
+    try:
+        now = [current_accept_rate(r, tau, engine, where) for tau, r, where in rates]
+    except ValueError as exc:
+        return None, f"accept rate not reported: {exc}"
+    mean = sum(now) / len(now)
+    changed = any(abs(a - r) > 1e-9 for a, (_, r, _) in zip(now, rates, strict=True))
+    how = (
+        "converted from the definition before SGLang 0.5.11 (PR #23530: (accepted + passes) ÷ "
+        f"(passes · num_draft_tokens), num_draft_tokens = {engine.num_draft_tokens})"
+        if changed
+        else "as logged"
+    )
+    return mean, (
+        f"SGLang's accept rate {mean:.3f}: accepted ÷ (passes · (num_draft_tokens − 1)), {how}"
     )
 
 
@@ -295,7 +336,7 @@ def measure_logs(
     figures; exit 3 for a log with no SpecDecoding line (in the window) yet."""
     read = _read(lines, source)
     if not read.found and read.sglang:
-        return _sglang(read.sglang, source, k)
+        return _sglang(read, source, k)
     if not read.found:
         raise _no_spec_lines(read, source)
     since, until = _bounds(read.found, since, until, last_s)
@@ -335,6 +376,8 @@ def measure_logs(
         sources=max(1, len(pids)),
         drafts_range=(float(total.drafts_low), float(total.drafts_high)),
         notes=notes,
+        engine=read.engine
+        or EngineInfo(engine="vllm", source="SpecDecoding lines; no version header in the log"),
     )
 
 
@@ -465,6 +508,8 @@ class _Read:
     bad_time: list[str]  # where each SpecDecoding line with a time that is no date was
     where: dict[int, str]  # a found line's input number → FILE:LINE (or its number)
     looks_like_a_log: bool
+    engine: EngineInfo | None = None  # from the log's header (vLLM's version, SGLang's args)
+    sglang_rates: list[tuple[float, float, str]] = field(default_factory=list)  # τ, rate, where
 
 
 def _read(lines: Iterable[InputLine], source: str) -> _Read:
@@ -480,11 +525,18 @@ def _read(lines: Iterable[InputLine], source: str) -> _Read:
             where = f"{name}:{lineno}"
         if not out.looks_like_a_log and _LOG_LINE.search(text):
             out.looks_like_a_log = True
+        if out.engine is None and ("version" in text or "server_args=" in text):
+            out.engine = from_log_line(text)
         if "SpecDecoding metrics:" not in text:
             if not out.found:
                 sg = parse_sglang_line(text)
                 if sg is not None:
                     out.sglang.append(sg)
+                    rate = _SGLANG_RATE.search(text) if sg[0] == "decode" else None
+                    if rate is not None:
+                        out.sglang_rates.append((sg[1], float(rate.group("rate")), where))
+                    if sg[0] == "meta" and out.engine is None:
+                        out.engine = from_meta_keys({k: 1 for k in _META_KEYS if k in text})
             continue
         out.looks_like_a_log = True
         parsed = parse_log_line(text, i)

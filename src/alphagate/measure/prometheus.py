@@ -38,6 +38,7 @@ from pydantic import Field, field_validator
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 from alphagate.core.secrets import Secrets, redact, split_credentials
+from alphagate.measure.engines import EngineInfo
 from alphagate.measure.estimate import Batch, estimate
 from alphagate.measure.prom import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POS
 from alphagate.measure.results import MeasureError, MeasureResult, SeriesPoint
@@ -414,6 +415,10 @@ async def _measure(q: PrometheusQuery, transport: Transport) -> MeasureResult:
         counter_reset=reset,
         promql=promql,
         notes=notes,
+        engine=EngineInfo(
+            engine="vllm",
+            source="Prometheus series vllm:spec_decode_*; Prometheus holds no version",
+        ),
     )
 
 

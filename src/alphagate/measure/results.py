@@ -9,6 +9,7 @@ from pydantic import Field
 
 from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen, Results
+from alphagate.measure.engines import EngineInfo
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.offline.results import OfflineDetails
 
@@ -66,4 +67,9 @@ class MeasureResult(Results):
     notes: list[str] = Field(default_factory=list)
     offline: OfflineDetails | None = Field(
         default=None, description="measure offline: every K, histograms, what was read and used"
+    )
+    engine: EngineInfo | None = Field(
+        default=None,
+        description="the engine and version the figures came from, and where that was read "
+        "(None: a result written before it was recorded)",
     )

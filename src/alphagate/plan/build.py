@@ -44,6 +44,7 @@ from alphagate.plan.records import (
     P99Check,
     Plan,
     PlanRequest,
+    TreePlan,
     Uncertainty,
     Verdict,
     parse_engine_version,
@@ -57,6 +58,7 @@ from alphagate.plan.runbook import (
     risks,
     stages,
 )
+from alphagate.plan.trees import plan_trees, tree_policy_text
 from alphagate.sim.predict import MIN_GAIN, model_speedup
 from alphagate.sim.uncertainty import CostDesign
 
@@ -712,8 +714,10 @@ def build_plan(req: PlanRequest) -> Plan:
         qualifiers=_qualifiers(out.verdict, ev.classes, tail),
         tail=tail.action,
     )
-    plan = _plan_record(pred, req, classes, ev, out, tail.check, reasons)
-    plan = plan.model_copy(update={"policy": policy_text(plan)})
+    tree = plan_trees(pred, req) if req.engine == "sglang" and req.trees else None
+    plan = _plan_record(pred, req, classes, ev, out, tail.check, reasons, tree)
+    worded = tree_policy_text(tree) if tree is not None else policy_text(plan)
+    plan = plan.model_copy(update={"policy": worded})
     return plan.model_copy(
         update={
             "stages": stages(req, plan),
@@ -735,7 +739,9 @@ class _EngineSide(NamedTuple):
     serve_candidate: list[str]
 
 
-def _engine_side(pred: Predictor, req: PlanRequest, policy: _Policy) -> _EngineSide:
+def _engine_side(
+    pred: Predictor, req: PlanRequest, policy: _Policy, tree: TreePlan | None
+) -> _EngineSide:
     drafter = req.deployment.drafter
     draft = drafter.checkpoint or default_draft(drafter.method, req.deployment.model)
     k_top = max([1, *policy.schedule, *policy.k_at.values()])
@@ -746,7 +752,11 @@ def _engine_side(pred: Predictor, req: PlanRequest, policy: _Policy) -> _EngineS
     static_cfg = vllm_speculative_config(
         drafter, draft, policy.fixed_k, pred.resolved.tp, None, pred.resolved.draft_tp
     )
-    flags = sglang_flags(drafter, draft, policy.fixed_k)
+    flags = (
+        tree.flags
+        if tree is not None and tree.flags
+        else sglang_flags(drafter, draft, policy.fixed_k)
+    )
     cmd = EngineCommand(pred.resolved, req.served_model)
     baseline, candidate = _serve_commands(
         req, cmd, spec_cfg if policy.dynamic else static_cfg, flags
@@ -762,12 +772,13 @@ def _plan_record(
     out: _Outcome,
     p99: P99Check | None,
     reasons: why.PlanReasons,
+    tree: TreePlan | None = None,
 ) -> Plan:
     """The plan's figures, before the policy is worded and the runbook written."""
     policy, blend = ev.policy, _blend(classes)
     k_t = policy.k_at[req.concurrency]
     naive = sum(c.share * c.alpha for c in ev.classes)
-    engine = _engine_side(pred, req, policy)
+    engine = _engine_side(pred, req, policy, tree)
     confidence, agreement = _schedule_confidence(policy, ev.rows)
     return Plan(
         verdict=out.verdict,
@@ -820,6 +831,7 @@ def _plan_record(
         uses_priors=any(c.alpha_source == "prior" for c in ev.classes),
         calibration=_calibration_notes(req, policy),
         reasons=reasons,
+        sglang_tree=tree,
     )
 
 

@@ -36,6 +36,7 @@ from alphagate.specs.deployment import (
 )
 from alphagate.specs.models import checkpoint_for, preset_family
 from alphagate.specs.schedule import ScheduleError, compress_schedule, validate_schedule
+from alphagate.specs.tree import TreeShape, chain_shape
 
 __all__ = [
     "DEFAULT_DRAFTS",
@@ -130,22 +131,26 @@ def _sglang_suffix_flags(drafter: SuffixDrafter, k: int) -> list[str]:
     return flags
 
 
-def sglang_flags(drafter: DrafterConfig, draft: str | None, k: int) -> list[str]:
-    """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1), or for
-    suffix decoding with drafts of up to K tokens."""
+def sglang_flags(
+    drafter: DrafterConfig, draft: str | None, k: int, tree: TreeShape | None = None
+) -> list[str]:
+    """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1), for the
+    draft ``tree`` (EAGLE / EAGLE-3: ``--speculative-eagle-topk`` > 1), or for suffix decoding
+    with drafts of up to K tokens."""
     if isinstance(drafter, SuffixDrafter):
         return _sglang_suffix_flags(drafter, k)
     method = drafter.method
+    shape = tree or chain_shape(k)
     flags = ["--speculative-algorithm", _SGLANG_ALGORITHM[method]]
     if method in ("eagle3", "eagle", "draft_model"):
         flags += ["--speculative-draft-model-path", draft or "<path-or-repo-of-the-draft>"]
     flags += [
         "--speculative-num-steps",
-        str(k),
+        str(shape.steps),
         "--speculative-eagle-topk",
-        "1",
+        str(shape.topk),
         "--speculative-num-draft-tokens",
-        str(k + 1),
+        str(shape.draft_tokens),
     ]
     return flags
 

@@ -18,6 +18,7 @@ from alphagate.core.secrets import redact, strip_credentials
 from alphagate.plan.reasons import PlanReasons, Settle
 from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
+from alphagate.specs.tree import TreeShape
 from alphagate.specs.uncertainty import ConstantRange
 from alphagate.specs.workload import WorkloadConfig
 
@@ -26,12 +27,15 @@ __all__ = [
     "ClassRow",
     "Gate",
     "LoadRow",
+    "MeasuredTree",
     "Memory",
     "P99Check",
     "Plan",
     "PlanRequest",
     "Playbook",
     "Stage",
+    "TreeLevel",
+    "TreePlan",
     "Uncertainty",
     "Verdict",
 ]
@@ -74,6 +78,21 @@ def _check_suffix(req: PlanRequest) -> None:
     cap = min(len(c.draft_steps or ()) - 1 for c in req.workload.classes)
     if req.k is not None and req.k > cap:
         raise ValueError(f"--k {req.k}: the suffix profiles were measured with drafts ≤ {cap}")
+
+
+class MeasuredTree(Frozen):
+    """One class's acceptance under one SGLang draft shape, measured offline: a draft tree
+    (``measure offline --tree``), or the chain of K drafts (top-k 1, K + 1 draft tokens)."""
+
+    class_name: str | None = Field(description="the class; None: all the traffic measured")
+    shape: TreeShape
+    mean_acceptance_length: float = Field(
+        ge=1.0, description="τ: tokens per verify pass, the bonus included"
+    )
+    histogram: list[float] | None = Field(
+        default=None, description="verify passes that accepted j drafts, j = 0 … depth"
+    )
+    source: str = Field(description="the file it was read from")
 
 
 class PlanRequest(Frozen):
@@ -145,6 +164,11 @@ class PlanRequest(Frozen):
         default=True,
         description="compute every prediction's range over the step-time constants' ranges "
         "(False: the point predictions alone; the verdict then reads the points)",
+    )
+    trees: tuple[MeasuredTree, ...] = Field(
+        default=(),
+        description="SGLang draft shapes measured offline (--engine sglang --alpha-from a "
+        "measure offline result with --tree): the shape is chosen per concurrency from them",
     )
 
     @field_validator("url", "candidate_url")
@@ -440,6 +464,47 @@ class Playbook(Frozen):
     mitigation: str
 
 
+class TreeLevel(Frozen):
+    """SGLang's best draft shape at one concurrency of the plan (closed form)."""
+
+    concurrency: int
+    shape: TreeShape | None = Field(description="None: no measured shape gains 2% there")
+    speedup: float = Field(description="its throughput speedup (1 when off)")
+    chain_k: int = Field(description="the best chain's K (0: none gains)")
+    chain_speedup: float
+
+
+class TreePlan(Frozen):
+    """``plan --engine sglang``: the draft shape per concurrency, from measured acceptance, and
+    the one SGLang runs (its flags set one shape for every batch size)."""
+
+    shipped: TreeShape | None = Field(description="the best shape at the target; None: off")
+    concurrency: int
+    speedup: float = Field(description="the shipped shape's speedup at the target")
+    chain_speedup: float = Field(description="the best chain's at the target")
+    mean_acceptance_length: float | None = Field(
+        description="τ of the shipped shape over the classes (what SGLang's spec_accept_length "
+        "should read)"
+    )
+    tau_breakeven: float | None = Field(
+        description="the τ at which the shipped shape breaks even at the target (None: none does)"
+    )
+    tau_gate: float | None = Field(
+        description="the τ the gate asks of the shipped tree: the break-even plus a margin"
+    )
+    levels: list[TreeLevel]
+    shapes: list[TreeShape] = Field(description="every shape measured for all the classes")
+    source: str = Field(description="where the measured acceptance came from")
+    flags: list[str] = Field(description="SGLang's --speculative-* flags of the shipped shape")
+
+    @property
+    def tau_gated(self) -> TreeShape | None:
+        """The shipped shape when it is a tree that the gate judges on τ (a chain's acceptance
+        is judged as any chain's), else None."""
+        s = self.shipped
+        return s if s is not None and not s.is_chain and self.tau_gate is not None else None
+
+
 class Plan(Results):
     """A staged rollout plan (``alphagate plan --json`` prints it; the markdown renders it)."""
 
@@ -525,4 +590,8 @@ class Plan(Results):
         default=None,
         description="why, as records with their figures (the sentences above are these in words, "
         "alphagate.report.reasons); None in a plan written before they were recorded",
+    )
+    sglang_tree: TreePlan | None = Field(
+        default=None,
+        description="--engine sglang with measured draft shapes: the shape per concurrency",
     )

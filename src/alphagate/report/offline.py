@@ -13,6 +13,14 @@ from alphagate.report.measure import estimate_table
 
 __all__ = ["render_offline"]
 
+_TREE_NOTE = (
+    "trees: τ = 1 + drafts accepted per verify pass; SGLang's EAGLE draft phase (top-k children of the top-k nodes at each step) and the "
+    "draft_tokens − 1 nodes of highest cumulative draft probability, verified greedily: τ counts "
+    "the longest root path of logged tokens, plus the bonus token; SGLang's accept rate divides "
+    "the accepted drafts by every verified node (draft_tokens − 1 per pass), so a tree's is not "
+    "comparable with a chain's ρ."
+)
+
 
 def _by_k(title: str, c: OfflineClass, k: int) -> RenderableType:
     t = add_columns(
@@ -70,6 +78,27 @@ def _lengths(c: OfflineClass) -> RenderableType | None:
     return Group(title, t)
 
 
+def _trees(title: str, c: OfflineClass) -> RenderableType:
+    """Each SGLang draft tree beside the chain of its steps: τ, drafts accepted per verify pass,
+    SGLang's accept rate and the nodes each pass verifies."""
+    t = add_columns(
+        new_table(title), "tree", "passes", "τ", "95% interval", "chain τ", "÷ chain", "SGLang rate"
+    )
+    for tr in c.trees:
+        tau, chain = tr.mean_acceptance_length, tr.chain_mean_acceptance_length
+        ratio = tau / chain if tau is not None and chain else None
+        t.add_row(
+            tr.shape.label(),
+            f"{tr.verify_passes:,.0f}",
+            fmt_alpha(tau),
+            fmt_ci(tr.mean_acceptance_length_ci),
+            fmt_alpha(chain),
+            "—" if ratio is None else f"{ratio:.2f}×",
+            fmt_alpha(tr.accept_rate),
+        )
+    return t
+
+
 def _used(d: OfflineDetails) -> RenderableType:
     t = add_columns(new_table("What was measured"), "", "value")
     t.add_row("requests used / read", f"{d.requests_used:,} / {d.requests_read:,}")
@@ -109,6 +138,16 @@ def render_offline(m: MeasureResult) -> RenderableType:
     if lengths is not None:
         parts.append(lengths)
     parts.append(_histogram(d.overall))
+    if d.overall.trees:
+        parts.append(
+            _trees(
+                "SGLang draft trees (steps/topk/draft tokens) vs the chain of as many steps, all traffic",
+                d.overall,
+            )
+        )
+        for name, c in d.classes.items():
+            parts.append(_trees(f"SGLang draft trees, class {name}", c))
+        parts.append(Text(_TREE_NOTE, style="dim"))
     parts.append(_used(d))
     for n in m.notes:
         parts.append(Text(n, style="dim"))

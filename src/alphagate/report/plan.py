@@ -189,6 +189,39 @@ def _uncertainty_lines(p: Plan) -> list[RenderableType]:
     return out
 
 
+def _tree_table(p: Plan) -> list[RenderableType]:
+    """``--engine sglang`` with measured shapes: the best draft shape per concurrency."""
+    t = p.sglang_tree
+    if t is None:
+        return []
+    table = add_columns(
+        new_table("SGLang draft shape per concurrency (steps/topk/draft tokens; closed form)"),
+        "C",
+        "best shape",
+        "speedup",
+        "best chain",
+        "chain speedup",
+        left=0,
+    )
+    for lv in t.levels:
+        table.add_row(
+            str(lv.concurrency),
+            lv.shape.label() if lv.shape else "off",
+            fmt_x_marked(lv.speedup),
+            f"K={lv.chain_k}" if lv.chain_k else "off",
+            fmt_x_marked(lv.chain_speedup),
+        )
+    if t.shipped is None:
+        line = f"no measured shape gains 2% at concurrency {t.concurrency}"
+    else:
+        line = (
+            f"{t.shipped.label()} at concurrency {t.concurrency} ({t.speedup:.2f}×; the best "
+            f"chain {t.chain_speedup:.2f}×), τ ≈ {_a2(t.mean_acceptance_length)}, break-even τ "
+            f"{_a2(t.tau_breakeven)}"
+        )
+    return [table, Text.assemble(("SGLang ships: ", "bold"), line)]
+
+
 def render_plan_console(p: Plan) -> RenderableType:
     """The decision at a glance: verdict, policy, gate, tables and Stage 1 (the file has it all)."""
     p = worded(p)
@@ -211,7 +244,17 @@ def render_plan_console(p: Plan) -> RenderableType:
         parts.append(Text(f"  • {c}"))
     parts += _uncertainty_lines(p)
     parts.append(Text.assemble(("Policy: ", "bold"), p.policy))
-    if p.gate is not None:
+    tree = p.sglang_tree
+    shape = None if tree is None else tree.tau_gated
+    if tree is not None and shape is not None:
+        parts.append(
+            Text.assemble(
+                ("Gate: ", "bold"),
+                f"τ ≥ {_a2(tree.tau_gate)} (SGLang's spec_accept_length) at concurrency "
+                f"{tree.concurrency}, draft tree {shape.label()}",
+            )
+        )
+    elif p.gate is not None:
         g = p.gate
         parts.append(
             Text.assemble(
@@ -222,7 +265,7 @@ def render_plan_console(p: Plan) -> RenderableType:
         )
     if p.p99 is not None:
         parts.append(Text.assemble(("Tail: ", "bold"), tail_line(p)))
-    parts += [_rows_table(p), _classes_table(p)]
+    parts += [_rows_table(p), _classes_table(p), *_tree_table(p)]
     stage1 = next((s for s in p.stages if s.number == 1), None)
     if stage1 is not None:
         parts.append(Text(f"Stage 1 — {stage1.title}: {stage1.goal}", style="bold"))

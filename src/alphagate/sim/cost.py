@@ -513,6 +513,13 @@ class StepCostModel:
     sync_arms: tuple[bool, bool] = (False, False)
     #: suffix decoding: the host cost is per decoding sequence per step
     draft_host_per_seq: bool = False
+    #: query positions each decoding sequence verifies in a speculative step when they are not
+    #: K + 1: an SGLang draft tree verifies its ``num_draft_tokens`` with tree attention
+    #: (:mod:`alphagate.sim.tree`); None: the chain's K + 1
+    verify_width: int | None = None
+    #: rows per decoding sequence in each draft forward after the first: SGLang's EAGLE draft
+    #: phase runs every one of the top-k nodes it keeps (1: a chain)
+    draft_rows: int = 1
 
     @cached_property
     def capture(self) -> IntArray:
@@ -588,6 +595,8 @@ class StepCostModel:
             )
         )
         queries = drafts + 1.0
+        if self.verify_width is not None:
+            queries = np.where(drafts > 0, float(self.verify_width), queries)
         tokens = n_dec * queries + pre_tokens
         padded, graph = self._pad(tokens)
         on = (drafts > 0) | np.asarray(composition.get("proposing", False), dtype=bool)
@@ -646,13 +655,14 @@ class StepCostModel:
             graph=steps.graph,
             first=True,
         )
-        later_padded, later_graph = self._pad(steps.n_sampled)
+        r = float(self.draft_rows)  # every kept node reads its sequence's whole context
+        later_padded, later_graph = self._pad(steps.n_sampled * r)
         later = drafter.terms(
-            tokens=steps.n_sampled,
+            tokens=steps.n_sampled * r,
             gemm_tokens=later_padded,
-            rows=steps.n_sampled,
-            ctx_read=steps.ctx_decode,
-            row_ctx=drafter.decode_query_rows * steps.ctx_decode,
+            rows=steps.n_sampled * r,
+            ctx_read=steps.ctx_decode * r,
+            row_ctx=drafter.decode_query_rows * steps.ctx_decode * r,
             prefill_pairs=0.0,
             graph=later_graph,
             first=False,
@@ -828,6 +838,8 @@ class _OneStep:
     ) -> float:  # fmt: skip
         model = self.model
         queries = k + 1.0
+        if model.verify_width is not None and k > 0:
+            queries = float(model.verify_width)
         tokens = n_decode * queries + prefill_tokens
         pure_decode = prefill_tokens == 0
         on = k > 0 or proposing
@@ -852,10 +864,11 @@ class _OneStep:
                 row_ctx=self._query_rows(drafter, queries, pure_decode) * ctx_decode,
                 prefill_pairs=prefill_pairs, graph=graph, first=True,
             )  # fmt: skip
-            later_padded, later_graph = self._pad(n_sampled)
+            r = float(model.draft_rows)
+            later_padded, later_graph = self._pad(n_sampled * r)
             later = self._forward(
-                drafter, tokens=n_sampled, gemm_tokens=later_padded, rows=n_sampled,
-                ctx_read=ctx_decode, row_ctx=drafter.decode_query_rows * ctx_decode,
+                drafter, tokens=n_sampled * r, gemm_tokens=later_padded, rows=n_sampled * r,
+                ctx_read=ctx_decode * r, row_ctx=drafter.decode_query_rows * ctx_decode * r,
                 prefill_pairs=0.0, graph=later_graph, first=False,
             )  # fmt: skip
             rest = max(k - 1.0, 0.0)

@@ -54,6 +54,9 @@ def _evaluate_once(
                 from alphagate.gate.consistency import check_deployment
 
                 check_deployment(files.served_model, ev.models)
+        from alphagate.gate.consistency import check_definitions
+
+        check_definitions(rs.rules, ev)
     except MeasureError as exc:  # a ConfigError too: caught first
         if watching and exc.exit_code == 3:  # the source went quiet: judged, not a bad input
             from alphagate.gate import no_evidence

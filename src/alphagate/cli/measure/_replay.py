@@ -85,13 +85,23 @@ class ReplayModels:
         int | None,
         typer.Option("--threads", min=1, help="CPU threads for torch (default: torch's)."),
     ] = None
+    tree: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tree",
+            metavar="STEPS:TOPK:DRAFT_TOKENS",
+            help="eagle3: also replay SGLang's draft tree of these --speculative-num-steps, "
+            "--speculative-eagle-topk and --speculative-num-draft-tokens (greedy). Repeat.",
+        ),
+    ] = None
 
     def fields(self) -> dict[str, Any]:
         """The config's fields, the ``--drafter`` spec parsed (:class:`MeasureError`)."""
         from alphagate.measure.offline.config import parse_drafter
 
         drafter = parse_drafter(self.drafter)
-        return {k: v for k, v in asdict(self).items() if k != "drafter"} | drafter
+        fields = {k: v for k, v in asdict(self).items() if k != "drafter"} | drafter
+        return fields | {"tree": tuple(self.tree or ())}
 
 
 @dataclass(frozen=True)

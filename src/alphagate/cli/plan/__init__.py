@@ -6,7 +6,7 @@ the Python API shares."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -23,6 +23,9 @@ from alphagate.cli.plan._output import (
     show_plan,
 )
 from alphagate.specs.calibration import CostOverrides
+
+if TYPE_CHECKING:
+    from alphagate.plan.records import MeasuredTree
 
 
 @app.command("plan", short_help="The staged rollout plan for your traffic.")
@@ -45,7 +48,12 @@ def plan_cmd(
         bounded("--slo-p99-itl-ms", lo=1e-6, help="P99 ITL-per-token SLO (ms)."),
     ] = None,
     engine: Annotated[
-        Literal["vllm", "sglang"], typer.Option("--engine", help="Serving engine.")
+        Literal["vllm", "sglang"],
+        typer.Option(
+            "--engine",
+            help="Serving engine. sglang with --alpha-from a `measure offline --tree` result: "
+            "the EAGLE draft tree (steps, top-k, draft tokens) per concurrency.",
+        ),
     ] = "vllm",
     engine_version: Annotated[
         str | None,
@@ -102,6 +110,7 @@ def plan_cmd(
     check_plan_outputs(out, plot, [*(mix.alpha_from or []), calibration])
     _check_engine_version(engine_version)
     classes = mix.mix(k)
+    trees = _measured_trees(mix.alpha_from) if engine == "sglang" else ()
     dep, profile = calibrated_deployment(ctx, deploy.config(), calibration, cost)
     with deployment_errors():
         dep = measured_suffix(dep, mix.alpha_from or [])
@@ -121,10 +130,22 @@ def plan_cmd(
             plan_file=plan_file(out),
             out_stem=out_stem(out),
             calibration_file=None if calibration is None else str(calibration),
+            trees=trees,
         )
         with status("planning…", as_json):
             plan = worded(build_plan(req))
     show_plan(plan, out=out, plot=plot, as_json=as_json)
+
+
+def _measured_trees(paths: list[Path] | None) -> tuple[MeasuredTree, ...]:
+    """The SGLang draft shapes measured in the ``--alpha-from`` files (``measure offline``)."""
+    from alphagate.core.errors import ConfigError
+    from alphagate.plan.trees import load_trees
+
+    try:
+        return load_trees(list(paths or []))
+    except ConfigError as exc:
+        fail(str(exc), "--alpha-from")
 
 
 def _check_engine_version(version: str | None) -> None:

@@ -7,13 +7,14 @@ import zlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from alphagate.core.errors import validation_problem
+from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import Frozen
 from alphagate.measure.offline.stats import BOOTSTRAP
 from alphagate.measure.results import MeasureError
 from alphagate.specs.deployment import SuffixParams
+from alphagate.specs.tree import TreeShape, parse_tree_shape
 
 __all__ = ["OfflineConfig", "parse_drafter"]
 
@@ -50,6 +51,17 @@ class OfflineConfig(Frozen):
     resamples: int = Field(default=BOOTSTRAP, ge=0)
     ray: str | None = Field(default=None, description="score on Ray: 'local' or a cluster address")
     ray_workers: int | None = Field(default=None, ge=1, description="default: one per CPU / GPU")
+    tree: tuple[TreeShape, ...] = Field(
+        default=(), description="SGLang draft trees (steps, top-k, draft tokens) also replayed"
+    )
+
+    @field_validator("tree", mode="before")
+    @classmethod
+    def _parse_trees(cls, value: object) -> object:
+        """``STEPS:TOPK:DRAFT_TOKENS`` strings (the flag's form) as shapes."""
+        if isinstance(value, list | tuple):
+            return tuple(parse_tree_shape(v) if isinstance(v, str) else v for v in value)
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -66,6 +78,18 @@ class OfflineConfig(Frozen):
             self._check_suffix()
         if self.drafter != "suffix" and self.k > 32:
             raise ValueError(f"--k {self.k}: at most 32 draft tokens per step")
+        if self.tree and self.drafter != "eagle3":
+            raise ConfigError(
+                "--tree: SGLang's draft tree is replayed for an EAGLE-3 head (--drafter "
+                "eagle3:PATH)",
+                field="tree",
+            )
+        if self.tree and self.temperature != 0.0:
+            raise ConfigError(
+                "--tree is replayed greedy (temperature 0), where the accepted path is exact; "
+                "SGLang's tree sampling is not replayed",
+                field="tree",
+            )
         if self.k_max is not None and self.k_max < self.k:
             raise ValueError(f"--k-max {self.k_max} is below --k {self.k}")
         if self.drafter in ("draft_model", "eagle3") and not self.drafter_path:
@@ -98,7 +122,9 @@ class OfflineConfig(Frozen):
 
     @property
     def kmax(self) -> int:
-        return self.k_max or self.k
+        """The largest K replayed: ``--k-max`` (else ``--k``), and at least the deepest tree's
+        steps, so that each tree is beside the chain of its depth."""
+        return max([self.k_max or self.k, *(t.steps for t in self.tree)])
 
     def drafter_label(self) -> str:
         if self.drafter == "ngram":

@@ -10,7 +10,8 @@ position. Later drafts feed the head its *own* output hidden state (``hidden_pre
 previous draft token: each chain is unrolled K − 1 more head steps from its start, all starts of
 a request batched, attending to the teacher cache up to T − 2 and to the chain's own entries —
 not teacher-forced with target features at every position, which is a different (and
-optimistic) quantity.
+optimistic) quantity. A draft tree (SGLang's top-k > 1) runs the same steps on the k nodes it
+keeps per depth (:meth:`Eagle3Head.tree_drafts`, :mod:`alphagate.measure.offline.tree`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 from alphagate.measure.offline.models import CausalLM, read_config, rms_norm
+from alphagate.measure.offline.tree import Expansion, expand
 from alphagate.measure.results import MeasureError
 
 __all__ = ["ChainScore", "Eagle3Config", "Eagle3Head", "eagle3_config"]
 
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 #: ``score(step, rows, normed) -> keep``: a chain step's normed outputs for the contexts ``rows``;
 #: which of them to continue
 ChainScore = Callable[[int, IntArray, torch.Tensor], npt.NDArray[np.bool_]]
@@ -142,6 +145,18 @@ def _weights(path: str) -> dict[str, torch.Tensor]:
     for f in files:
         w.update(load_file(str(f)))
     return {k.removeprefix("model.").replace("midlayer.", "layers.0."): v for k, v in w.items()}
+
+
+@dataclass(frozen=True)
+class _Teacher:
+    """The head's teacher pass over one request's target features."""
+
+    out: torch.Tensor  # [X − first, hidden] the hidden each chain's step 1 reads, from `first` on
+    normed: torch.Tensor  # [X − first, hidden] the first draft's normed output there
+    kt: torch.Tensor  # [heads, X, d] keys at every teacher position
+    vt: torch.Tensor  # [heads, X, d]
+    first: int  # the first chain start's position (T − 2 of the first context)
+    positions: torch.Tensor  # [X]
 
 
 class Eagle3Head:
@@ -275,6 +290,58 @@ class Eagle3Head:
         full[:, self.to_target] = logits
         return full
 
+    def _teacher(self, aux: torch.Tensor, s: torch.Tensor, contexts: IntArray) -> _Teacher:
+        """The head over the target's features at every position up to the last chain start:
+        keys and values at every one, the layer's output only where a chain starts (T − 2 for
+        the contexts T) — the attention output projection and the MLP skip the rest."""
+        x_last = int(contexts.max()) - 2  # teacher positions 0 … x_last
+        pos = torch.arange(x_last + 1, device=self.device)
+        hidden = aux[: x_last + 1].to(self.dtype) @ self.fc.T
+        q, k, v, residual = self._qkv(hidden, s[1 : x_last + 2], pos)
+        rep = self.cfg.heads // self.cfg.kv_heads
+        kt = k.repeat_interleave(rep, dim=1).transpose(0, 1)  # [heads, X, d]
+        vt = v.repeat_interleave(rep, dim=1).transpose(0, 1)
+        a = (
+            torch.nn.functional.scaled_dot_product_attention(
+                q.transpose(0, 1)[None], kt[None], vt[None], is_causal=True
+            )[0]
+            .transpose(0, 1)
+            .reshape(x_last + 1, -1)
+        )
+        first = int(contexts.min()) - 2
+        out, normed = self._finish(a[first:], residual[first:])
+        return _Teacher(out, normed, kt, vt, first, pos)
+
+    def _step(
+        self,
+        tp: _Teacher,
+        h: torch.Tensor,
+        tokens: torch.Tensor,
+        t: torch.Tensor,
+        j: int,
+        cache: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Head step j ≥ 1 for the rows of contexts ``t``: each reads ``h`` (its parent's output)
+        and ``tokens`` at position T − 2 + j, and attends to the teacher keys up to T − 2 and
+        to its own cache ``[n, heads, j − 1, d]`` of earlier steps. Returns (output hidden,
+        normed output, the cache with this step's keys and values)."""
+        rep, scale = self.cfg.heads // self.cfg.kv_heads, 1.0 / math.sqrt(self.cfg.head_dim)
+        qj, kj, vj, res_j = self._qkv(h, tokens, t - 2 + j)
+        kj = kj.repeat_interleave(rep, dim=1)[:, :, None]  # [n, heads, 1, d]
+        vj = vj.repeat_interleave(rep, dim=1)[:, :, None]
+        kc = kj if cache is None else torch.cat([cache[0], kj], dim=2)
+        vc = vj if cache is None else torch.cat([cache[1], vj], dim=2)
+        st = torch.einsum("nhd,hxd->nhx", qj, tp.kt) * scale
+        late = tp.positions[None, :] > (t - 2)[:, None]  # teacher keys up to T − 2
+        st = st.masked_fill(late[:, None, :], float("-inf"))
+        sc = torch.einsum("nhd,nhjd->nhj", qj, kc) * scale
+        w = torch.softmax(torch.cat([st, sc], dim=-1).float(), dim=-1).to(qj.dtype)
+        x = tp.kt.shape[1]
+        aj = torch.einsum("nhx,hxd->nhd", w[..., :x], tp.vt)
+        aj = aj + torch.einsum("nhj,nhjd->nhd", w[..., x:], vc)
+        h_out, normed = self._finish(aj.reshape(h.shape[0], -1), res_j)
+        return h_out, normed, (kc, vc)
+
     def drafts(
         self, aux: torch.Tensor, seq: IntArray, contexts: IntArray, k_max: int, score: ChainScore
     ) -> None:
@@ -283,51 +350,71 @@ class Eagle3Head:
         continue (a greedy walk needs step j + 1 only where steps 1 … j matched)."""
         with torch.inference_mode():
             s = torch.as_tensor(seq, dtype=torch.long, device=self.device)
-            x_last = int(contexts.max()) - 2  # teacher positions 0 … x_last
-            pos = torch.arange(x_last + 1, device=self.device)
-            hidden = aux[: x_last + 1].to(self.dtype) @ self.fc.T
-            q, k, v, residual = self._qkv(hidden, s[1 : x_last + 2], pos)
-            rep = self.cfg.heads // self.cfg.kv_heads
-            kt = k.repeat_interleave(rep, dim=1).transpose(0, 1)  # [heads, X, d]
-            vt = v.repeat_interleave(rep, dim=1).transpose(0, 1)
-            a = (
-                torch.nn.functional.scaled_dot_product_attention(
-                    q.transpose(0, 1)[None], kt[None], vt[None], is_causal=True
-                )[0]
-                .transpose(0, 1)
-                .reshape(x_last + 1, -1)
-            )
-            # keys and values at every teacher position; the layer's output only where a chain
-            # starts (T − 2 for the contexts T): attention output projection and MLP skip the rest
-            first = int(contexts.min()) - 2
-            out, normed = self._finish(a[first:], residual[first:])
+            tp = self._teacher(aux, s, contexts)
             ctx = torch.as_tensor(contexts, dtype=torch.long, device=self.device)
-            scale = 1.0 / math.sqrt(self.cfg.head_dim)
-            positions = torch.arange(x_last + 1, device=self.device)
             for lo in range(0, contexts.size, _CHAIN_CHUNK):
                 rows = np.arange(lo, min(lo + _CHAIN_CHUNK, contexts.size))
                 t = ctx[rows]
-                keep = torch.as_tensor(score(0, rows, normed[t - 2 - first]), device=self.device)
-                h = out[t - 2 - first]
-                # the chain's own keys and values, [n, heads, j, d]
-                kc: torch.Tensor | None = None
-                vc: torch.Tensor | None = None
+                keep = torch.as_tensor(
+                    score(0, rows, tp.normed[t - 2 - tp.first]), device=self.device
+                )
+                h = tp.out[t - 2 - tp.first]
+                cache: tuple[torch.Tensor, torch.Tensor] | None = None  # the chain's own
                 for j in range(1, k_max):
                     if not bool(keep.any()):
                         break
                     rows, t, h = rows[keep.cpu().numpy()], t[keep], h[keep]
-                    if kc is not None and vc is not None:
-                        kc, vc = kc[keep], vc[keep]
-                    qj, kj, vj, res_j = self._qkv(h, s[t - 1 + j], t - 2 + j)
-                    kj, vj = kj.repeat_interleave(rep, dim=1), vj.repeat_interleave(rep, dim=1)
-                    kc = kj[:, :, None] if kc is None else torch.cat([kc, kj[:, :, None]], dim=2)
-                    vc = vj[:, :, None] if vc is None else torch.cat([vc, vj[:, :, None]], dim=2)
-                    st = torch.einsum("nhd,hxd->nhx", qj, kt) * scale
-                    late = positions[None, :] > (t - 2)[:, None]  # teacher keys up to T − 2
-                    st = st.masked_fill(late[:, None, :], float("-inf"))
-                    sc = torch.einsum("nhd,nhjd->nhj", qj, kc) * scale
-                    w = torch.softmax(torch.cat([st, sc], dim=-1).float(), dim=-1).to(qj.dtype)
-                    aj = torch.einsum("nhx,hxd->nhd", w[..., : x_last + 1], vt)
-                    aj = aj + torch.einsum("nhj,nhjd->nhd", w[..., x_last + 1 :], vc)
-                    h, nj = self._finish(aj.reshape(rows.size, -1), res_j)
+                    if cache is not None:
+                        cache = (cache[0][keep], cache[1][keep])
+                    h, nj, cache = self._step(tp, h, s[t - 1 + j], t, j, cache)
                     keep = torch.as_tensor(score(j, rows, nj), device=self.device)
+
+    def _top_children(self, normed: torch.Tensor, topk: int) -> tuple[FloatArray, IntArray]:
+        """The draft distribution's top-k at each row: probabilities (best first) and target
+        token ids, as SGLang's draft phase takes them (softmax over the draft vocabulary)."""
+        probs = torch.softmax(self.draft_logits(normed), dim=-1)
+        p, tok = torch.topk(probs, topk, dim=-1)
+        return p.double().cpu().numpy(), tok.cpu().numpy().astype(np.int64)
+
+    def tree_drafts(
+        self, aux: torch.Tensor, seq: IntArray, contexts: IntArray, topk: int, steps: int
+    ) -> Expansion:
+        """SGLang's draft phase of ``steps`` steps of top-``topk`` at every context
+        (:func:`alphagate.measure.offline.tree.expand`): each kept node is run through the head
+        from its parent's output and its own token. A node attends to the keys of the nodes kept
+        at the same rank at earlier steps — SGLang's draft cache is one slot line per rank,
+        written at every step and not reordered when a node's parent had another rank
+        (``python/sglang/kernels/ops/speculative/cache_locs.py``,
+        ``generate_draft_decode_kv_indices``) — which, for top-k 1, is the chain's own cache."""
+        parts: list[Expansion] = []
+        chunk = max(1, _CHAIN_CHUNK // topk)
+        with torch.inference_mode():
+            s = torch.as_tensor(seq, dtype=torch.long, device=self.device)
+            tp = self._teacher(aux, s, contexts)
+            ctx = torch.as_tensor(contexts, dtype=torch.long, device=self.device)
+            for lo in range(0, contexts.size, chunk):
+                t = ctx[lo : lo + chunk]
+                parts.append(self._tree_chunk(tp, t, topk, steps))
+        return Expansion.concat(parts)
+
+    def _tree_chunk(self, tp: _Teacher, t: torch.Tensor, topk: int, steps: int) -> Expansion:
+        """:meth:`tree_drafts` for the contexts ``t`` (one row per context and rank)."""
+        n = t.shape[0]
+        root_p, root_tok = self._top_children(tp.normed[t - 2 - tp.first], topk)
+        hidden = tp.out[t - 2 - tp.first][:, None].expand(n, topk, -1)  # [n, k, hidden]
+        t_rows = t.repeat_interleave(topk)
+        cache: tuple[torch.Tensor, torch.Tensor] | None = None
+
+        def children(
+            depth: int, parent_rank: IntArray, tokens: IntArray
+        ) -> tuple[FloatArray, IntArray]:
+            nonlocal hidden, cache
+            rank = torch.as_tensor(parent_rank, device=self.device)
+            h = torch.gather(hidden, 1, rank[..., None].expand(-1, -1, hidden.shape[-1]))
+            tok = torch.as_tensor(tokens, device=self.device).reshape(-1)
+            out, normed, cache = self._step(tp, h.reshape(n * topk, -1), tok, t_rows, depth, cache)
+            hidden = out.reshape(n, topk, -1)
+            p, c = self._top_children(normed, topk)
+            return p.reshape(n, topk, topk), c.reshape(n, topk, topk)
+
+        return expand(root_p, root_tok, children, steps)

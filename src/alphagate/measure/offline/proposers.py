@@ -8,7 +8,8 @@ that came out:
 - :class:`DraftModelProposer`: one teacher-forced pass of the draft LM — draft token i at context
   T is its argmax at position T + i − 1;
 - :class:`Eagle3Proposer`: an EAGLE-3 head's chains (:mod:`alphagate.measure.offline.eagle3`),
-  each unrolled only as long as a greedy walk can still accept it;
+  each unrolled only as long as a greedy walk can still accept it; and, when asked, SGLang's
+  draft trees (:mod:`alphagate.measure.offline.tree`), with each tree's accepted length;
 - :class:`SuffixProposer`: suffix decoding through arctic-inference's own cache
   (:mod:`alphagate.measure.offline.suffix`), whose drafts depend on every earlier request: it
   proposes only where the engine's steps start, for requests in log order.
@@ -36,8 +37,10 @@ from alphagate.measure.offline.models import (
 )
 from alphagate.measure.offline.ngram import Drafts, TokenBatch, ngram_drafts
 from alphagate.measure.offline.suffix import SuffixReplay
+from alphagate.measure.offline.tree import tree_runs
 from alphagate.measure.results import MeasureError
 from alphagate.specs.deployment import SuffixParams
+from alphagate.specs.tree import TreeShape
 
 __all__ = [
     "Context",
@@ -67,6 +70,7 @@ class DrafterSpec:
     prompt_lookup_min: int = 2
     prompt_lookup_max: int = 5
     suffix: SuffixParams = field(default_factory=SuffixParams)
+    trees: tuple[TreeShape, ...] = ()  # SGLang draft trees (EAGLE-3)
 
 
 @dataclass(frozen=True)
@@ -90,10 +94,12 @@ class Context:
 @dataclass(frozen=True)
 class Proposal:
     """The drafts at every context, and — sampled drafts — the drafter's probability of the
-    trajectory's token at each (``[Q, k_max]``; zeros otherwise)."""
+    trajectory's token at each (``[Q, k_max]``; zeros otherwise); with draft trees, each tree's
+    accepted length at every context (``[trees, Q]``)."""
 
     drafts: Drafts
     q_y: FloatArray
+    tree_run: IntArray | None = None
 
 
 class Proposer(Protocol):
@@ -159,9 +165,12 @@ class DraftModelProposer:
 
 @dataclass(frozen=True)
 class Eagle3Proposer:
-    """An EAGLE-3 head's chains; a greedy chain stops at its first mismatch."""
+    """An EAGLE-3 head's chains; a greedy chain stops at its first mismatch. With ``trees``,
+    SGLang's draft phase runs once per top-k (to the deepest tree of that top-k) and every tree
+    of it is verified from that one expansion."""
 
     head: Eagle3Head
+    trees: tuple[TreeShape, ...] = ()
 
     @property
     def aux_ids(self) -> tuple[int, ...]:
@@ -182,7 +191,19 @@ class Eagle3Proposer:
             return np.asarray(toks[rows, j] == truth[rows, j])  # none after a mismatch
 
         self.head.drafts(c.aux, c.seq, c.contexts, c.k_max, take)
-        return Proposal(Drafts(toks, np.full(q, c.k_max, dtype=np.int64)), q_y)
+        drafts = Drafts(toks, np.full(q, c.k_max, dtype=np.int64))
+        return Proposal(drafts, q_y, self._tree_runs(c) if self.trees else None)
+
+    def _tree_runs(self, c: Context) -> IntArray:
+        """``[trees, Q]`` each tree's accepted drafts at every context (greedy)."""
+        assert c.aux is not None
+        out = np.zeros((len(self.trees), c.contexts.size), dtype=np.int64)
+        for topk in sorted({t.topk for t in self.trees}):
+            idx = [i for i, t in enumerate(self.trees) if t.topk == topk]
+            steps = max(self.trees[i].steps for i in idx)
+            exp = self.head.tree_drafts(c.aux, c.seq, c.contexts, topk, steps)
+            out[idx] = tree_runs(exp, [self.trees[i] for i in idx], c.truth)
+        return out
 
 
 @dataclass
@@ -254,4 +275,4 @@ def load_proposer(
         path = resolve(spec.path or "", "--drafter draft_model")
         return DraftModelProposer(_draft_model(path, target, tokenizer, device, dtype))
     path = resolve(spec.path or "", "--drafter eagle3")
-    return Eagle3Proposer(Eagle3Head(path, target, device, dtype))
+    return Eagle3Proposer(Eagle3Head(path, target, device, dtype), spec.trees)

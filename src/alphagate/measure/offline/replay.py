@@ -151,6 +151,7 @@ class Scored:
     output_tokens: int
     agree: int  # output positions where the target's argmax equals the logged token
     encoded: Encoded | None = None  # what was scored
+    tree_run: IntArray | None = None  # [trees, Q] each draft tree's accepted drafts (greedy)
 
 
 def _posterior(p_y: FloatArray, q_y: FloatArray) -> FloatArray:
@@ -238,7 +239,10 @@ def score_request(
     length = np.minimum(drafts.length, np.maximum(m.max_model_len - contexts - 1, 0))
     if not sampled:
         run = greedy_run(drafts.tokens, length, seq[want])
-        return Scored(q, length, run, None, p, n, agree, enc)
+        trees = proposal.tree_run
+        if trees is not None:
+            trees = np.minimum(trees, length[None, :])
+        return Scored(q, length, run, None, p, n, agree, enc, trees)
     assert p_y is not None
     accept = _posterior(p_y, proposal.q_y)
     accept = np.where(np.arange(k_max)[None, :] < length[:, None], accept, 0.0)

@@ -13,6 +13,7 @@ from pydantic import Field
 from alphagate.core.records import Frozen
 from alphagate.measure.estimate import Interval
 from alphagate.specs.deployment import SuffixParams
+from alphagate.specs.tree import TreeShape
 
 __all__ = [
     "AGREEMENT_WARN",
@@ -23,6 +24,7 @@ __all__ = [
     "OfflineClass",
     "OfflineDetails",
     "OfflineK",
+    "OfflineTree",
     "Skipped",
 ]
 
@@ -47,6 +49,33 @@ class OfflineK(Frozen):
     alpha_iid_ci: Interval | None
 
 
+class OfflineTree(Frozen):
+    """One SGLang draft tree (``--tree``), replayed greedy: what its verify passes accept, beside
+    the chain of as many steps (top-k 1)."""
+
+    shape: TreeShape
+    verify_passes: float
+    mean_acceptance_length: float | None = Field(
+        description="τ = 1 + accepted ÷ verify passes (SGLang's spec_accept_length)"
+    )
+    mean_acceptance_length_ci: Interval | None
+    accept_rate: float | None = Field(
+        description="SGLang's spec_accept_rate: accepted ÷ (passes · (draft_tokens − 1))"
+    )
+    acceptance_length_histogram: list[float] = Field(
+        description="verify passes that accepted exactly j drafts, j = 0 … the tree's depth"
+    )
+    chain_mean_acceptance_length: float | None = Field(
+        description="τ of the chain of the same steps (K = steps, top-k 1), for comparison"
+    )
+
+    @property
+    def accepted_per_pass(self) -> float | None:
+        """Drafts accepted per verify pass, τ − 1."""
+        tau = self.mean_acceptance_length
+        return None if tau is None else tau - 1.0
+
+
 class OfflineClass(Frozen):
     """One class (or all traffic): what it held, and acceptance for every K."""
 
@@ -66,6 +95,9 @@ class OfflineClass(Frozen):
         default=None,
         description="drafts of variable length: engine steps that drafted L tokens and accepted "
         "a of them, row L = 0…K, entry a = 0…L (what the simulator draws a step from)",
+    )
+    trees: list[OfflineTree] = Field(
+        default_factory=list, description="--tree: each SGLang draft tree replayed (greedy)"
     )
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 import numpy as np
 import numpy.typing as npt
 
+from alphagate.measure.engines import EngineInfo
 from alphagate.measure.estimate import AcceptanceEstimate
 from alphagate.measure.offline.config import OfflineConfig
 from alphagate.measure.offline.lengths import summarize_lengths
@@ -50,8 +51,8 @@ from alphagate.measure.offline.results import (
     Skipped,
 )
 from alphagate.measure.offline.score import RequestCounts, fresh, load, score_batch
-from alphagate.measure.offline.stats import summarize
-from alphagate.measure.offline.walk import WalkCounts
+from alphagate.measure.offline.stats import summarize, summarize_trees
+from alphagate.measure.offline.walk import TreeCounts, WalkCounts
 from alphagate.measure.results import MeasureError, MeasureResult
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def _load_checkpoint(
         if not raw.strip():
             continue
         try:
-            rc = RequestCounts.from_json(raw.decode("utf-8"), cfg.kmax)
+            rc = RequestCounts.from_json(raw.decode("utf-8"), cfg.kmax, cfg.tree)
         except (UnicodeDecodeError, ValueError):
             bad.append(i)  # scored again
             continue
@@ -280,6 +281,7 @@ def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
     """Sum the used requests' counters, all traffic and per class, with bootstrap intervals (one
     generator for all, in this order, so the same seed gives the same intervals)."""
     counts = WalkCounts.concat([r.counts for r in used if r.counts is not None])
+    trees = TreeCounts.concat([r.trees for r in used if r.trees is not None]) if cfg.tree else None
     p_tok = np.asarray([r.prompt_tokens for r in used], dtype=np.int64)
     o_tok = np.asarray([r.output_tokens for r in used], dtype=np.int64)
     rng = np.random.default_rng(cfg.seed)
@@ -291,7 +293,7 @@ def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
                 joints, prompt_tokens=p_tok[rows], output_tokens=o_tok[rows],
                 resamples=cfg.resamples, rng=rng,
             )  # fmt: skip
-        return summarize(
+        est, detail = summarize(
             counts.take(rows),
             cfg.k,
             prompt_tokens=p_tok[rows],
@@ -299,6 +301,12 @@ def _summaries(cfg: OfflineConfig, used: list[RequestCounts]) -> _Summaries:
             resamples=cfg.resamples,
             rng=rng,
         )
+        if trees is None:
+            return est, detail
+        per_tree = summarize_trees(
+            trees.take(rows), cfg.tree, detail.by_k, resamples=cfg.resamples, rng=rng
+        )
+        return est, detail.model_copy(update={"trees": per_tree})
 
     overall, overall_detail = summary(np.arange(len(used)))
     classes, details = {}, {}
@@ -370,4 +378,7 @@ def _result(
         classes=s.classes,
         sources=len(cfg.logs),
         offline=details,
+        engine=EngineInfo(
+            engine="vllm", source="measure offline: vLLM's counters, replayed (SGLang's for --tree)"
+        ),
     )

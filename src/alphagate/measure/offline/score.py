@@ -17,8 +17,16 @@ from alphagate.core.errors import validation_problem
 from alphagate.core.records import Frozen
 from alphagate.measure.offline.config import OfflineConfig
 from alphagate.measure.offline.requests import LoggedRequest
-from alphagate.measure.offline.walk import WalkCounts, walk_expected, walk_greedy, walk_lengths
+from alphagate.measure.offline.walk import (
+    TreeCounts,
+    WalkCounts,
+    walk_expected,
+    walk_greedy,
+    walk_lengths,
+    walk_trees,
+)
 from alphagate.measure.results import MeasureError
+from alphagate.specs.tree import TreeShape
 
 if TYPE_CHECKING:
     from alphagate.measure.offline.replay import Models, Scored
@@ -47,9 +55,10 @@ class RequestCounts:
     #: drafts of variable length (suffix decoding): steps by length drafted and accepted at K,
     #: ``[K + 1, K + 1]`` (:func:`~alphagate.measure.offline.walk.walk_lengths`)
     lengths: FloatArray | None = None
+    trees: TreeCounts | None = None  # --tree: each draft tree's counts (one row)
 
     def to_json(self) -> str:
-        c = self.counts
+        c, t = self.counts, self.trees
         extra = {} if self.lengths is None else {"lengths": self.lengths.tolist()}
         return json.dumps(
             {
@@ -65,29 +74,30 @@ class RequestCounts:
                 "counts": None
                 if c is None
                 else {f: getattr(c, f)[0].tolist() for f in WalkCounts.__dataclass_fields__},
+                **(
+                    {}
+                    if t is None
+                    else {
+                        "trees": {
+                            f: getattr(t, f)[0].tolist() for f in TreeCounts.__dataclass_fields__
+                        }
+                    }
+                ),
             }
         )
 
     @classmethod
-    def from_json(cls, line: str, k_max: int) -> RequestCounts:
+    def from_json(cls, line: str, k_max: int, trees: tuple[TreeShape, ...] = ()) -> RequestCounts:
         """A checkpoint line back; ``ValueError`` for one that is not a request scored with
-        ``k_max`` (not JSON, a field missing or of another type, counts of another shape)."""
+        ``k_max`` and ``trees`` (not JSON, a field missing or of another type, counts of
+        another shape)."""
         try:
             d = _CheckpointLine.model_validate_json(line)
         except ValidationError as exc:
             raise ValueError(validation_problem(exc, where="")) from None
         counts = None
         if d.counts is not None:
-            shapes = _count_shapes(k_max)
-            if set(d.counts) != set(shapes):
-                raise ValueError("counts: not the fields of a scored request")
-            arrays = {}
-            for f, shape in shapes.items():
-                a = np.asarray(d.counts[f], dtype=np.float64)
-                if a.shape != shape or not np.all(np.isfinite(a)) or np.any(a < 0):
-                    raise ValueError(f"counts.{f}: not {shape} counts ≥ 0 (another --k-max?)")
-                arrays[f] = a[None]
-            counts = WalkCounts(**arrays)
+            counts = WalkCounts(**_arrays(d.counts, _count_shapes(k_max), "counts", "--k-max"))
         lengths = None
         if d.lengths is not None:
             lengths = np.asarray(d.lengths, dtype=np.float64)
@@ -104,7 +114,31 @@ class RequestCounts:
             counts,
             d.problem,
             lengths,
+            _tree_counts(d.trees, trees) if counts is not None and trees else None,
         )
+
+
+def _arrays(
+    raw: dict[str, list[Any]], shapes: dict[str, tuple[int, ...]], what: str, flag: str
+) -> dict[str, Any]:
+    """One request's counters from a checkpoint line, each of its expected shape (one row)."""
+    if set(raw) != set(shapes):
+        raise ValueError(f"{what}: not the fields of a scored request")
+    arrays = {}
+    for f, shape in shapes.items():
+        a = np.asarray(raw[f], dtype=np.float64)
+        if a.shape != shape or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"{what}.{f}: not {shape} counts ≥ 0 (another {flag}?)")
+        arrays[f] = a[None]
+    return arrays
+
+
+def _tree_counts(raw: dict[str, list[Any]] | None, trees: tuple[TreeShape, ...]) -> TreeCounts:
+    if raw is None:
+        raise ValueError("trees: missing (scored without --tree?)")
+    n, top = len(trees), max(t.depth for t in trees)
+    shapes = {"passes": (n,), "accepted": (n,), "histogram": (n, top + 1)}
+    return TreeCounts(**_arrays(raw, shapes, "trees", "--tree"))
 
 
 class _CheckpointLine(Frozen):
@@ -122,6 +156,7 @@ class _CheckpointLine(Frozen):
     problem: str | None
     counts: dict[str, list[Any]] | None
     lengths: list[list[float]] | None = None
+    trees: dict[str, list[Any]] | None = None
 
 
 def _count_shapes(k_max: int) -> dict[str, tuple[int, ...]]:
@@ -183,7 +218,12 @@ def load(cfg: OfflineConfig) -> Models:
         ) from None
 
     spec = DrafterSpec(
-        cfg.drafter, cfg.drafter_path, cfg.prompt_lookup_min, cfg.prompt_lookup_max, cfg.suffix
+        cfg.drafter,
+        cfg.drafter_path,
+        cfg.prompt_lookup_min,
+        cfg.prompt_lookup_max,
+        suffix=cfg.suffix,
+        trees=cfg.tree,
     )
     return load_models(
         cfg.target,
@@ -241,6 +281,7 @@ def _walk(
         else:
             acc = np.concatenate([sc.accept for _, sc in scored if sc.accept is not None])
             counts = walk_expected(acc, length, nc, cfg.kmax)
+    trees = _walk_trees([sc for _, sc in scored], cfg) if scored and cfg.tree else None
     out: list[RequestCounts] = []
     i = 0
     for r, sc in batch:
@@ -259,7 +300,23 @@ def _walk(
                 sc.encoded.retokenized,
                 counts.take(np.asarray([i])),
                 lengths=None if lengths is None else lengths[i],
+                trees=None if trees is None else trees.take(np.asarray([i])),
             )
         )
         i += 1
     return out
+
+
+def _walk_trees(scored: list[Scored], cfg: OfflineConfig) -> TreeCounts:
+    """Every draft tree walked over the batch's requests at once."""
+    n = len(cfg.tree)
+    runs = np.concatenate(
+        [
+            sc.tree_run if sc.tree_run is not None else np.zeros((n, sc.num_contexts), np.int64)
+            for sc in scored
+        ],
+        axis=1,
+    )
+    nc = np.asarray([sc.num_contexts for sc in scored], dtype=np.int64)
+    length = np.concatenate([sc.length for sc in scored])
+    return walk_trees(runs, [t.depth for t in cfg.tree], length, nc)

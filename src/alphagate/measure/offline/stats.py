@@ -13,11 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate
-from alphagate.measure.offline.results import OfflineClass, OfflineK
-from alphagate.measure.offline.walk import WalkCounts
+from alphagate.measure.offline.results import OfflineClass, OfflineK, OfflineTree
+from alphagate.measure.offline.walk import TreeCounts, WalkCounts
+from alphagate.specs.tree import TreeShape
 from alphagate.theory.acceptance import alpha_from_draft_acceptance_rate
 
-__all__ = ["BOOTSTRAP", "interval", "ratio", "resampled_sums", "summarize"]
+__all__ = ["BOOTSTRAP", "interval", "ratio", "resampled_sums", "summarize", "summarize_trees"]
 
 FloatArray = npt.NDArray[np.float64]
 #: resamples per interval
@@ -145,3 +146,39 @@ def summarize(
         acceptance_length_histogram=[float(x) for x in counts.histogram[:, k - 1, : k + 1].sum(0)],
     )
     return est, detail
+
+
+def summarize_trees(
+    counts: TreeCounts,
+    shapes: tuple[TreeShape, ...],
+    by_k: list[OfflineK],
+    *,
+    resamples: int,
+    rng: np.random.Generator,
+) -> list[OfflineTree]:
+    """Each tree's acceptance over these requests (τ's interval by the same bootstrap), beside
+    the chain of its steps from ``by_k``."""
+    r, t = counts.passes.shape
+    flat = np.concatenate([counts.passes, counts.accepted], axis=1)  # [R, 2T]
+    tot = flat.sum(axis=0)
+    boot = resampled_sums(flat, resamples, rng) if r > 1 and resamples > 0 else None
+    out = []
+    for i, shape in enumerate(shapes):
+        passes, acc = float(tot[i]), float(tot[t + i])
+        chain = by_k[shape.steps - 1].mean_acceptance_length if shape.steps <= len(by_k) else None
+        out.append(
+            OfflineTree(
+                shape=shape,
+                verify_passes=passes,
+                mean_acceptance_length=1.0 + acc / passes if passes > 0 else None,
+                mean_acceptance_length_ci=None
+                if boot is None
+                else interval(1.0 + ratio(boot[:, t + i], boot[:, i])),
+                accept_rate=acc / (passes * shape.draft_nodes) if passes > 0 else None,
+                acceptance_length_histogram=[
+                    float(x) for x in counts.histogram[:, i, : shape.depth + 1].sum(0)
+                ],
+                chain_mean_acceptance_length=chain,
+            )
+        )
+    return out

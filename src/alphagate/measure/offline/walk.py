@@ -12,6 +12,10 @@ tokens, so the last step may count acceptances past the end of the output.
 Greedy (temperature 0): ``run[q]`` — how many of context q's drafts match the trajectory — fixes a,
 and the walk is exact. Every request walks at once, for every K, one step per round.
 
+A draft tree (SGLang's EAGLE top-k > 1) walks the same way: each step accepts the tree's
+accepted length at its context (:mod:`alphagate.measure.offline.tree`), at most its depth
+(:func:`walk_trees`).
+
 Sampling: ``accept[q, i]`` is the probability that draft i + 1 is accepted given drafts 1 … i were;
 the walk becomes a distribution over step starts (a forward recursion over T), and the counters
 are expectations — exact when the probabilities are.
@@ -24,7 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["WalkCounts", "greedy_run", "walk_expected", "walk_greedy", "walk_lengths"]
+__all__ = [
+    "TreeCounts",
+    "WalkCounts",
+    "greedy_run",
+    "walk_expected",
+    "walk_greedy",
+    "walk_lengths",
+    "walk_trees",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -179,3 +191,40 @@ def walk_lengths(run: IntArray, length: IntArray, num_contexts: IntArray, k: int
         keep = pos < num_contexts[live]
         live, pos = live[keep], pos[keep]
     return joint.reshape(r_total, k + 1, k + 1)
+
+
+@dataclass(frozen=True)
+class TreeCounts:
+    """Per request, for each of T draft trees: verify passes, accepted drafts, and passes that
+    accepted exactly j drafts (j = 0 … the deepest tree's depth; zero past a tree's own)."""
+
+    passes: FloatArray  # [R, T]
+    accepted: FloatArray  # [R, T]
+    histogram: FloatArray  # [R, T, D + 1]
+
+    @classmethod
+    def concat(cls, parts: list[TreeCounts]) -> TreeCounts:
+        return cls(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__)
+        )
+
+    def take(self, rows: IntArray) -> TreeCounts:
+        return TreeCounts(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
+
+
+def walk_trees(
+    runs: IntArray, depths: list[int], length: IntArray, num_contexts: IntArray
+) -> TreeCounts:
+    """The exact greedy walk of each tree: ``runs`` ``[T, Q]`` its accepted drafts at every
+    context (request after request), ``depths`` the most one step accepts, ``length`` ``[Q]``
+    the drafts the scheduler allows at each context."""
+    r_total, top = num_contexts.size, max(depths, default=0)
+    passes = np.zeros((r_total, len(depths)))
+    accepted = np.zeros((r_total, len(depths)))
+    hist = np.zeros((r_total, len(depths), top + 1))
+    for i, depth in enumerate(depths):
+        wc = walk_greedy(runs[i], np.minimum(length, depth), num_contexts, depth)
+        passes[:, i] = wc.drafts[:, depth - 1]
+        accepted[:, i] = wc.accepted[:, depth - 1]
+        hist[:, i, : depth + 1] = wc.histogram[:, depth - 1]
+    return TreeCounts(passes, accepted, hist)
