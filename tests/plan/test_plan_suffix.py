@@ -136,3 +136,11 @@ def test_sglang_serves_suffix_with_its_own_flags(files: dict[float, str]) -> Non
 def test_a_suffix_plan_without_a_profile_is_refused() -> None:
     r = Cli().run("plan", "--method", "suffix", "--class", "code:1.0:0.7", "-c", "4")
     assert r.exit_code == 2 and "--alpha-from" in r.output and "Traceback" not in r.output
+
+
+def test_a_suffix_plan_without_a_measured_profile_is_refused() -> None:
+    r = Cli().run(
+        "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--class", "code:1.0", "-c", "16"
+    )
+    assert r.exit_code == 2
+    assert "no measured draft lengths" in r.output and "--drafter suffix" in r.output
