@@ -45,6 +45,7 @@ INTEGRATION_MODULES = frozenset(
         "report/test_browser", "report/test_charts", "report/test_figures", "report/test_html",
         "report/test_inputs", "report/test_plots",
         "test_docs", "test_layering", "test_secrets",
+        "train/test_capture_disk", "train/test_speculators_run",
         "twin/test_statslog", "twin/test_twin_background", "twin/test_twin_counters",
         "twin/test_twin_http",
     )
@@ -148,8 +149,19 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return cwd, r.stdout
 
 
+@pytest.fixture(scope="session")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A target small enough to train an EAGLE-3 head on in seconds, and its request log
+    (:mod:`tests.train.synthetic`), built once per test process."""
+    pytest.importorskip("torch")
+    pytest.importorskip("speculators.models.eagle3")  # ~3 s of imports: not at collection
+    from tests.train.synthetic import build
+
+    return build(tmp_path_factory.mktemp("synthetic"))
+
+
 # The results files (sweep, plan, bench A/B, measure, gate) written once per session for the report
 # and CLI tests: registered here, at the root, so that one session computes them once.
 from tests.results_files import results  # noqa: E402
 
-__all__ = ["Cli", "demo_run", "results"]
+__all__ = ["Cli", "demo_run", "results", "synthetic"]

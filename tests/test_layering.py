@@ -43,6 +43,19 @@ def test_measure_offline_imports_torch_only_to_load_its_models() -> None:
     assert out.stdout.strip() == "", f"measure offline pulled in: {out.stdout.strip()}"
 
 
+def test_train_head_imports_torch_only_when_a_run_starts() -> None:
+    """The verb, the run's phases and its results load without torch or speculators: the
+    capture, the head and the loop are imported when a run loads its models."""
+    code = (
+        "import sys, alphagate.train.run, alphagate.train.results, alphagate.cli.train_head, "
+        "alphagate.report.train; "
+        "print(','.join(m for m in ('torch', 'transformers', 'safetensors', 'speculators') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"train-head pulled in: {out.stdout.strip()}"
+
+
 def test_theory_does_not_print_or_open_files() -> None:
     import inspect
 
@@ -67,6 +80,7 @@ RANK = {
     "measure": 3,
     "twin": 4,
     "bench": 4,
+    "train": 4,
     "plan": 5,
     "calibrate": 5,
     "gate": 6,
