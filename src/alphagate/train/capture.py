@@ -61,9 +61,10 @@ def untokenizable(requests: list[LoggedRequest], tokenizer: Any) -> list[str]:
         if ids and (max(ids) >= vocab or min(ids) < 0):
             bad.append(r.where)
         elif r.output_token_ids and r.output is not None:
-            ids = list(r.output_token_ids)
+            out = list(r.output_token_ids)
             # vLLM's text leaves special tokens out (skip_special_tokens); a log may keep them
-            if r.output not in (tokenizer.decode(ids, skip_special_tokens=True), tokenizer.decode(ids)):
+            texts = (tokenizer.decode(out, skip_special_tokens=True), tokenizer.decode(out))
+            if r.output not in texts:
                 bad.append(r.where)
     return bad
 
