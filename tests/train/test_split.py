@@ -15,6 +15,7 @@ from alphagate.train.split import (
     MIN_TRAIN_TOKENS,
     check_sizes,
     class_requests,
+    distinct,
     log_lines,
     split_requests,
 )
@@ -79,3 +80,10 @@ def test_held_out_lines_are_the_logs_own(tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
     again.write_text("\n".join(lines) + "\n")
     assert [r.messages for r in read_logs([again]).requests] == [r.messages for r in reqs]
+
+
+def test_a_request_logged_twice_is_kept_once() -> None:
+    a, b = _reqs(2)
+    again = LoggedRequest("log.jsonl", 9, "code", prompt="p0", output="o")
+    other = LoggedRequest("log.jsonl", 10, "code", prompt="p0", output="another")
+    assert distinct([a, b, again, other]) == [a, b, other]

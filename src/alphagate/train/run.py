@@ -37,7 +37,14 @@ from alphagate.train.results import (
     TrainResult,
     gains,
 )
-from alphagate.train.split import Split, check_sizes, class_requests, log_lines, split_requests
+from alphagate.train.split import (
+    Split,
+    check_sizes,
+    class_requests,
+    distinct,
+    log_lines,
+    split_requests,
+)
 
 if TYPE_CHECKING:
     from alphagate.measure.offline.replay import Encoded, Models
@@ -189,7 +196,10 @@ def _data(cfg: TrainHeadConfig, models: Models) -> _Data:
     where = ", ".join(map(str, cfg.logs))
     reqs = class_requests(sample(read.requests, cfg.sample, cfg.seed), cfg.only_class, where)
     skipped = {k: len(v) for k, v in read.skipped.items()}
-    reqs = _tokenizable(reqs, untokenizable(reqs, models.tokenizer), skipped)
+    once = distinct(reqs)
+    if len(once) < len(reqs):
+        skipped["a repeat of an earlier request"] = len(reqs) - len(once)
+    reqs = _tokenizable(once, untokenizable(once, models.tokenizer), skipped)
     split = split_requests(reqs, cfg.held_out, cfg.seed)
     limit = models.max_model_len
     enc = [(r.where, encode(r, models.tokenizer, limit, 0)) for r in split.train]

@@ -25,6 +25,7 @@ __all__ = [
     "Split",
     "check_sizes",
     "class_requests",
+    "distinct",
     "log_lines",
     "split_requests",
 ]
@@ -63,6 +64,23 @@ def class_requests(
         "--class-field or --class-rule"
     )
     raise TrainError(f"--class {only_class}: no request of this class in {logs} ({why})")
+
+
+def distinct(requests: list[LoggedRequest]) -> list[LoggedRequest]:
+    """The requests without repeats (the same prompt and output logged again: a load generator
+    cycling its dataset): a repeat on both sides of the split would be judged on what was
+    trained."""
+    seen: set[str] = set()
+    out = []
+    for r in requests:
+        key = json.dumps(
+            [r.prompt_token_ids or r.prompt or r.messages, r.output_token_ids or r.output],
+            sort_keys=True,
+        )
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 def split_requests(requests: list[LoggedRequest], held_out: float, seed: int) -> Split:
