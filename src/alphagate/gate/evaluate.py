@@ -169,19 +169,7 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
     for rule in rs.rules:
         found = _evidence_for(rule, ev, rs)
         if isinstance(found, str):
-            results.append(
-                RuleResult(
-                    rule=rule,
-                    value=None,
-                    interval=None,
-                    sample=0.0,
-                    sample_unit="",
-                    margin=None,
-                    result="insufficient",
-                    why=found,
-                    evidence="",
-                )
-            )
+            results.append(_insufficient(rule, found))
             continue
         v, src, minimum = found
         outcome, why = _judge(rule, v, minimum, rs)
@@ -219,22 +207,24 @@ def evaluate(rs: RuleSet, ev: Evidence) -> GateResult:
     )
 
 
+def _insufficient(rule: Rule, why: str) -> RuleResult:
+    """``rule`` judged without a value: no evidence for it, for the reason ``why``."""
+    return RuleResult(
+        rule=rule,
+        value=None,
+        interval=None,
+        sample=0.0,
+        sample_unit="",
+        margin=None,
+        result="insufficient",
+        why=why,
+        evidence="",
+    )
+
+
 def no_evidence(rs: RuleSet, why: str, sources: list[str]) -> GateResult:
     """Every rule insufficient for one reason (a live source that stopped answering)."""
-    results = [
-        RuleResult(
-            rule=rule,
-            value=None,
-            interval=None,
-            sample=0.0,
-            sample_unit="",
-            margin=None,
-            result="insufficient",
-            why=why,
-            evidence="",
-        )
-        for rule in rs.rules
-    ]
+    results = [_insufficient(rule, why) for rule in rs.rules]
     return GateResult(
         decision="insufficient",
         exit_code=EXIT_CODES["insufficient"],

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from alphagate.bench.ab import AB_METRICS
 from alphagate.core.errors import ConfigError, validation_problem
 from alphagate.core.records import Frozen
 
@@ -72,14 +73,6 @@ RANGES: dict[str, tuple[float, float]] = {
     "itl_per_token_p99_ms": (0.0, 1e6),
 }
 ACCEPTANCE_METRICS = ("draft_acceptance_rate", "alpha", "mean_acceptance_length")
-AB_METRICS = (
-    "throughput_speedup",
-    "tpot_speedup",
-    "itl_per_token_p99_speedup",
-    "goodput_speedup",
-    "error_rate",
-    "itl_per_token_p99_ms",
-)
 
 
 class Rule(Frozen):
