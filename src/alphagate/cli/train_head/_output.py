@@ -16,6 +16,7 @@ from alphagate.cli import _app
 from alphagate.cli._app import console, err_console, json_dumps, print_json
 from alphagate.cli._check import fail
 from alphagate.cli._files import atomic_write_text
+from alphagate.cli.measure._replay import replay_bar
 
 if TYPE_CHECKING:
     from alphagate.train.config import TrainHeadConfig
@@ -33,26 +34,7 @@ def with_progress(
     """``run(cfg)`` under a progress bar: the phase, how far, loss and agreement, tokens/s."""
     if quiet:
         return run(cfg)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
+    with replay_bar("{task.description}") as bar:
         return run(cfg, on_progress=_ticker(bar))
 
 
