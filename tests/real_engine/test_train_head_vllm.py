@@ -143,11 +143,13 @@ def _bench(url: str, dataset: Path, out: Path, *extra: str) -> dict[str, Any]:
 
 
 def _held_out_dataset(team: Team, head: str) -> Path:
-    """The held-out requests as a bench dataset: their prompts, class and length."""
+    """The held-out requests (bench records) as a bench dataset: their messages, class and
+    length."""
     rows = [json.loads(x) for x in (team.cwd / head / "held-out.jsonl").read_text().splitlines()]
     path = team.cwd / "held-out-prompts.jsonl"
     path.write_text("".join(
-        json.dumps({"prompt": r["prompt"], "class": r["class"], "max_tokens": CODE_TOKENS}) + "\n"
+        json.dumps({"messages": r["text"]["messages"], "class": r["cls"],
+                    "max_tokens": r["output_tokens"]}) + "\n"
         for r in rows
     ))  # fmt: skip
     return path
