@@ -236,3 +236,36 @@ def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
     assert abs(predicted["accepted"] - served["accepted"]) <= max(0.02 * served["accepted"], 2)
     for p, v in zip(predicted["per_pos"], served["per_pos"], strict=True):
         assert abs(p - v) <= max(0.03 * v, 2), (predicted, served)
+
+
+def test_vllm_serves_the_head_train_head_writes_as_measure_offline_predicts(
+    tiny: Any, logdir: Path, tmp_path: Path
+) -> None:
+    """The engine's half, at the tier's cost: code traffic logged from the baseline, a head
+    trained on it from the tier's head for a few steps, and vLLM serving that head on the
+    held-out prompts with the counters ``measure offline`` predicts (greedy, bf16 as served)."""
+    team = Team(tmp_path / "team", tmp_path / "hf")
+    team.cwd.mkdir()
+    rows = [{"prompt": p, "class": "code", "max_tokens": CODE_TOKENS}
+            for p in _code_prompts(CODE_SEEN + 8)]  # fmt: skip
+    (team.cwd / "code.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with vllm_server(tiny.target, "tiny", None, logdir) as base:
+        _bench(base.url, team.cwd / "code.jsonl", team.cwd / "log", "--save-text")
+    team.run(f"alphagate train-head --target {tiny.target} --log log/requests.jsonl --class code "
+             f"--init {tiny.eagle3} --k 2 --steps 8 --out head")  # fmt: skip
+    (gain,) = [g for g in team.json("head/train.json")["gains"] if g["name"] == "code"]
+    _report("train-head/short-run", gain)
+    assert gain["ratio"] > 1.0, gain  # 8 steps: 0.358 → 0.435 (1.22×) on the first run
+    team.run(f"alphagate measure offline --log head/held-out.jsonl --target {tiny.target} "
+             "--drafter eagle3:head --k 2 --dtype bfloat16 --out predicted.json")  # fmt: skip
+    predicted = _counts(team.json("predicted.json")["classes"]["code"])
+    spec = {"method": "eagle3", "model": str(team.cwd / "head"), "num_speculative_tokens": 2}
+    with vllm_server(tiny.target, "tiny", spec, logdir) as srv:
+        data = _held_out_dataset(team, "head")
+        served = _counts(_bench(srv.url, data, team.cwd / "served")["levels"][0]["acceptance"])
+    _report("train-head/vllm-vs-offline", {"k": 2, "predicted": predicted, "vllm": served})
+    assert served["drafts"] > 0
+    # as the tier's offline check: ties in bf16 logits may flip a few tokens
+    assert abs(predicted["accepted"] - served["accepted"]) <= max(0.02 * served["accepted"], 2)
+    for p, v in zip(predicted["per_pos"], served["per_pos"], strict=True):
+        assert abs(p - v) <= max(0.03 * v, 2), (predicted, served)
