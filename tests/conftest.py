@@ -53,6 +53,7 @@ INTEGRATION_MODULES = frozenset(
         "report/test_browser", "report/test_charts", "report/test_figures", "report/test_html",
         "report/test_inputs", "report/test_plots",
         "test_docs", "test_secrets",
+        "train/test_capture_disk", "train/test_speculators_run",
         "twin/test_background", "twin/test_metrics", "twin/test_server", "twin/test_statslog",
     )
 )  # fmt: skip
@@ -203,9 +204,22 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return Tiny.at(made_once(shared_root(tmp_path_factory) / "offline-models", build))
 
 
+@pytest.fixture(scope="session")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A target small enough to train an EAGLE-3 head on in seconds, and its request log
+    (:mod:`tests.train.synthetic`), built once per test run for every worker that reads them."""
+    pytest.importorskip("torch")
+    pytest.importorskip("speculators.models.eagle3")  # ~3 s of imports: not at collection
+    from tests.shared import made_once, shared_root
+    from tests.train.synthetic import Synthetic, build
+
+    root = made_once(shared_root(tmp_path_factory) / "train-synthetic", build)
+    return Synthetic(root / "target", root / "log.jsonl")
+
+
 # The results files (sweep, plan, bench A/B, measure, gate) written once per session for the report
 # and CLI tests: registered here, at the root, so that one session computes them once.
 from tests.plans import chat_code_plan, plans  # noqa: E402
 from tests.results_files import results  # noqa: E402
 
-__all__ = ["Cli", "chat_code_plan", "demo_run", "plans", "results"]
+__all__ = ["Cli", "chat_code_plan", "demo_run", "plans", "results", "synthetic"]

@@ -48,6 +48,7 @@ RANK = {
     "measure": 3,
     "twin": 4,
     "bench": 4,
+    "train": 4,
     "plan": 5,
     "calibrate": 5,
     "gate": 6,
@@ -460,3 +461,17 @@ def test_measure_offline_imports_torch_only_to_load_its_models() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"measure offline pulled in: {out.stdout.strip()}"
+
+
+@pytest.mark.integration
+def test_train_head_imports_torch_only_when_a_run_starts() -> None:
+    """The verb, the run's phases and its results load without torch or speculators: the
+    capture, the head and the loop are imported when a run loads its models."""
+    code = (
+        "import sys, alphagate.train.run, alphagate.train.results, alphagate.cli.train_head, "
+        "alphagate.report.train; "
+        "print(','.join(m for m in ('torch', 'transformers', 'safetensors', 'speculators') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"train-head pulled in: {out.stdout.strip()}"

@@ -25,7 +25,7 @@ from typing import Any
 
 __all__ = ["VERBS", "app", "main"]
 
-#: every verb, each the name of the module that registers it (imported in this order)
+#: every verb, each named as its module that registers it (``-`` for ``_``; imported in this order)
 VERBS: tuple[str, ...] = (
     "bench",
     "calibrate",
@@ -37,13 +37,14 @@ VERBS: tuple[str, ...] = (
     "plan",
     "report",
     "simulate",
+    "train-head",
     "twin",
 )
 
 
 def _load(verbs: list[str]) -> Any:
     for verb in verbs:
-        importlib.import_module(f"alphagate.cli.{verb}")
+        importlib.import_module(f"alphagate.cli.{verb.replace('-', '_')}")
     from alphagate.cli._app import app
 
     return app

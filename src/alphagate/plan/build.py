@@ -51,6 +51,8 @@ from alphagate.plan.records import (
 )
 from alphagate.plan.runbook import (
     CALIBRATION,
+    HEAD_STAGE,
+    below_gate,
     calibrate_argv,
     plan_argv,
     playbook,
@@ -564,9 +566,10 @@ def _changes(
 ) -> list[why.VerdictChange]:
     """What would turn a NO-GO or MEASURE FIRST plan: a P99 budget where only the tail stops it
     (speculation pays there), else the α that would pay; where the policy pays; the priors to
-    measure."""
+    measure. Under any verdict, a class below its gate: a head trained on its traffic."""
+    heads: list[why.VerdictChange] = list(_heads(req, verdict, ev.classes))
     if verdict not in ("no-go", "measure first"):
-        return []
+        return heads
     c = req.concurrency
     out: list[why.VerdictChange] = []
     if p99 is not None and not p99.ok:
@@ -583,7 +586,25 @@ def _changes(
         for x in ev.classes
         if x.alpha_source == "prior"
     ]
-    return out
+    return out + heads
+
+
+def _heads(req: PlanRequest, verdict: Verdict, classes: list[ClassRow]) -> list[why.TrainHead]:
+    """The classes of an EAGLE-3 deployment below their gate in a plan that speculates (a no-go
+    plan has no gate): each may clear it with a head trained on its own traffic."""
+    if req.deployment.method != "eagle3" or verdict == "no-go":
+        return []
+    return [
+        why.TrainHead(
+            class_name=x.name,
+            alpha=x.alpha,
+            alpha_gate=x.alpha_gate,
+            concurrency=x.fails_at_concurrency or req.concurrency,
+            stage=HEAD_STAGE,
+        )
+        for x in classes
+        if below_gate(x) and x.alpha_gate is not None
+    ]
 
 
 def _alpha_needed(pred: Predictor, req: PlanRequest) -> why.VerdictChange:

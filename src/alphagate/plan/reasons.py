@@ -269,8 +269,20 @@ class MeasurePrior(Frozen):
     alpha_high: float
 
 
+class TrainHead(Frozen):
+    """A class below its gate needs α ≥ ``alpha_gate`` there: a head trained on its own traffic
+    (``alphagate train-head``) may reach it, measured on requests it never saw."""
+
+    kind: Literal["train_head"] = "train_head"
+    class_name: str
+    alpha: float
+    alpha_gate: float
+    concurrency: int
+    stage: int = Field(description="the stage whose commands train, measure and re-plan")
+
+
 VerdictChange = Annotated[
-    P99Budget | AlphaNeeded | NoAlphaPays | PaysUpTo | MeasurePrior,
+    P99Budget | AlphaNeeded | NoAlphaPays | PaysUpTo | MeasurePrior | TrainHead,
     Field(discriminator="kind"),
 ]
 

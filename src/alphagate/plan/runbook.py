@@ -18,15 +18,17 @@ import numpy as np
 
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.predictions import Predictor
-from alphagate.plan.records import Plan, PlanRequest, Playbook, Stage
+from alphagate.plan.records import ClassRow, Plan, PlanRequest, Playbook, Stage
 from alphagate.specs.deployment import DeploymentConfig
 from alphagate.specs.workload import length_mean, length_spec, sample_lengths
 
 __all__ = [
     "CALIBRATION",
+    "HEAD_STAGE",
     "alert_rules",
     "bench_requests",
     "calibrate_argv",
+    "head_commands",
     "plan_argv",
     "playbook",
     "policy_text",
@@ -56,6 +58,8 @@ CALIBRATE_REQUESTS_PER_USER = 4
 #: requests per user at the peak in every printed bench run, at least: each user sends several,
 #: so the batch fills and stays full past the first requests' ramp
 BENCH_REQUESTS_PER_USER = 4
+#: the stage that trains a head on the traffic of the classes below their gate (after 0–5)
+HEAD_STAGE = 6
 #: outputs shorter than this (tokens) are dominated by their prefill: speculation, which only
 #: shortens decode, barely moves their latency (the risk the plan names)
 SHORT_OUTPUT_TOKENS = 50
@@ -216,11 +220,16 @@ def _changed_flags(d: DeploymentConfig, *fields: tuple[str, str]) -> list[str]:
 
 
 def plan_argv(
-    req: PlanRequest, *, alpha_from: list[str], out: str, calibration: str | None = None
+    req: PlanRequest,
+    *,
+    alpha_from: list[str],
+    out: str,
+    calibration: str | None = None,
+    typed: dict[str, str] | None = None,
 ) -> list[str]:
     """``alphagate plan …`` for the same deployment, traffic and load, with the classes' α read
-    from ``alpha_from`` (the measurement) and the step-time coefficients from ``calibration``
-    (default: the plan's own), written to ``out``."""
+    from ``alpha_from`` (the measurement) — but typed for the classes ``typed`` names — and the
+    step-time coefficients from ``calibration`` (default: the plan's own), written to ``out``."""
     d = req.deployment
     argv = ["alphagate", "plan", *_deployment_flags(d)]
     if calibration or req.calibration_file is not None:
@@ -245,7 +254,8 @@ def plan_argv(
     for c in req.workload.classes:
         # a measurement replaces every α; without one, the α typed stays
         given = not alpha_from and c.source == "given" and c.has_alpha
-        argv += ["--class", f"{c.name}:{c.share:g}" + (f":{_alpha_text(c)}" if given else "")]
+        alpha = (typed or {}).get(c.name) or (_alpha_text(c) if given else None)
+        argv += ["--class", f"{c.name}:{c.share:g}" + (f":{alpha}" if alpha else "")]
     argv += ["--concurrency", str(req.concurrency)]
     if req.peak != req.concurrency:
         argv += ["--peak-concurrency", str(req.peak)]
@@ -505,6 +515,91 @@ def _no_go_stages(req: PlanRequest, p: Plan) -> list[Stage]:
     ]
 
 
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
+def _target_checkpoint(p: Plan) -> str:
+    """The target as the baseline's serve command names it (what train-head loads)."""
+    argv = p.serve_baseline
+    return argv[argv.index("--model-path") + 1] if "--model-path" in argv else argv[2]
+
+
+def head_commands(req: PlanRequest, p: Plan, name: str) -> list[str]:
+    """A head for class ``name``: its traffic logged from the baseline (on-policy completions of
+    the current target), a head trained on it from the deployment's drafter and measured on the
+    held-out requests, re-measured at the gate's K, the plan re-run with that α (the other
+    classes' α typed as this plan has them), and the class's α gated (its lower 95% bound
+    against the α it needs here)."""
+    safe, k = _safe(name), (p.gate.k if p.gate is not None else p.fixed_k) or 3
+    need = next(c.alpha_gate for c in p.classes if c.name == name)
+    log, head, alpha = f"results/log-{safe}", f"heads/{safe}", f"results/alpha-{safe}-head.json"
+    target, init = _target_checkpoint(p), p.speculative_config_static.get("model")
+    stem = f"{req.out_stem}-{safe}-head"
+    typed = {c.name: _alpha_typed(c) for c in p.classes if c.name != name}
+    return [
+        _sh(["alphagate", "bench", "--url", req.url, *_bench_common(req, p), "--only-class", name,
+             "--save-text", "--concurrency", str(p.peak_concurrency),
+             "--num-prompts", str(bench_requests(req, p)), "--seed", "0", "--out", log]),
+        _sh(["alphagate", "train-head", "--target", target, "--log", f"{log}/requests.jsonl",
+             "--class", name, *(["--init", str(init)] if init else []), "--k", str(k),
+             "--out", head]),
+        _sh(["alphagate", "measure", "offline", "--log", f"{head}/held-out.jsonl", "--target",
+             target, "--drafter", f"eagle3:{head}", "--k", str(k), "--out", alpha]),
+        _sh(plan_argv(req, alpha_from=[alpha], out=f"{stem}.md", typed=typed)),
+        _sh(["alphagate", "gate", "--min-alpha", f"{need:.4g}", "--class", name,
+             "--measure", alpha, "--out", f"results/gate-{safe}-head.json"]),
+    ]  # fmt: skip
+
+
+def _alpha_typed(c: ClassRow) -> str:
+    """A class's α as this plan used it, for ``--class NAME:SHARE:ALPHA``."""
+    if c.alpha_by_pos is not None:
+        return ",".join(f"{a:.4g}" for a in c.alpha_by_pos)
+    return f"{c.alpha:.4g}"
+
+
+def below_gate(c: ClassRow) -> bool:
+    """A class whose α, given or measured, does not clear its gate (a prior is measured
+    first): a head trained on its traffic is its other way out."""
+    return (
+        c.alpha_gate is not None
+        and c.alpha_gate < 1.0
+        and not c.clears_gate
+        and c.alpha_source != "prior"
+    )
+
+
+def _head_stage(req: PlanRequest, p: Plan, names: list[str]) -> Stage:
+    g = p.gate
+    assert g is not None
+    title = (
+        f"A head trained on {names[0]}'s traffic"
+        if len(names) == 1
+        else f"Heads trained on their own traffic: {', '.join(names)}"
+    )
+    return Stage(
+        number=HEAD_STAGE,
+        title=title,
+        goal=f"Below its gate, {', '.join(names)} stays off speculation. A domain EAGLE-3 head "
+        "trained on a class's own traffic may clear the gate: log its requests from the "
+        "baseline, train a head on most of them and measure it on the rest, then re-plan and "
+        "gate.",
+        commands=[c for name in names for c in head_commands(req, p, name)],
+        exit_criteria=[
+            f"the gate exits 0: the held-out α clears the gate α {g.alpha_min:.2f} (3: hold "
+            "out more requests), and the re-plan speculates for " + ", ".join(names),
+            "then serve the head on the staging replica and repeat Stages 2 and 3 (the A/B and "
+            "the plan's whole gate) before it carries production traffic",
+        ],
+        notes=[
+            "train-head splits the log by request (seeded), trains on the target's hidden "
+            "states over one part and measures α on the other part, which it never saw; the "
+            "training loss and agreement it prints are not α."
+        ],
+    )
+
+
 def _staging(req: PlanRequest, p: Plan) -> list[str]:
     """The speculative replica of a no-go plan, for measuring only (the static K)."""
     from alphagate.plan.engine_config import (
@@ -527,15 +622,18 @@ def _staging(req: PlanRequest, p: Plan) -> list[str]:
 
 
 def stages(req: PlanRequest, p: Plan) -> list[Stage]:
-    """Stage 0 (baseline) to 5 (steady state); a no-go plan stops at what would change it."""
+    """Stage 0 (baseline) to 5 (steady state), and 6 for a head trained on the traffic of the
+    classes below their gate; a no-go plan stops at what would change it."""
     if p.verdict == "no-go":
         return _no_go_stages(req, p)
+    below = [c.name for c in p.classes if below_gate(c)] if p.method == "eagle3" else []
     return [
         _stage0(req, p),
         _enable_stage(req, p),
         _measure_stage(req, p),
         _gate_stage(req, p),
         *_canary_stages(req, p),
+        *([_head_stage(req, p, below)] if below and p.gate is not None else []),
     ]
 
 

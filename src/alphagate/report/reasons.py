@@ -211,6 +211,12 @@ def change_text(c: why.VerdictChange) -> str:
                 f"measure {c.class_name}'s α (Stage 2): its prior spans "
                 f"{c.alpha_low:.2f}–{c.alpha_high:.2f}"
             )
+        case why.TrainHead():
+            return (
+                f"{c.class_name} needs α ≥ {c.alpha_gate:.2f} at concurrency {c.concurrency} "
+                f"(it has {c.alpha:.2f}): a head trained on its own traffic may clear it — "
+                f"Stage {c.stage} trains one, measures it on requests it never saw, and re-plans"
+            )
 
 
 def qualifier_text(q: why.Qualifier) -> str:

@@ -14,7 +14,13 @@ from alphagate.cli._check import config_error, fail
 from alphagate.cli._files import sigterm_as_interrupt
 from alphagate.cli._groups import takes_groups
 from alphagate.cli.measure._common import ResultsFlags, measure_app, measure_error
-from alphagate.cli.measure._replay import ReplayModels, ReplayRequests, ReplayRun, ReplaySampling
+from alphagate.cli.measure._replay import (
+    ReplayModels,
+    ReplayRequests,
+    ReplayRun,
+    ReplaySampling,
+    replay_bar,
+)
 
 if TYPE_CHECKING:
     from alphagate.measure.offline.config import OfflineConfig
@@ -95,31 +101,12 @@ def _config(
 
 def _with_progress(cfg: OfflineConfig, run: Callable[..., MeasureResult]) -> MeasureResult:
     """``run(cfg)`` under a progress bar with the requests done, tokens per second and an ETA."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("scoring requests"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("score", total=None, rate="")
+    with replay_bar("scoring requests") as bar:
+        task = bar.add_task("score", total=None, detail="")
         t0 = time.perf_counter()
 
         def tick(done: int, total: int, tokens: int) -> None:
             rate = tokens / max(time.perf_counter() - t0, 1e-9)
-            bar.update(task, completed=done, total=total, rate=f"{rate:,.0f} tok/s")
+            bar.update(task, completed=done, total=total, detail=f"{rate:,.0f} tok/s")
 
         return run(cfg, on_progress=tick)

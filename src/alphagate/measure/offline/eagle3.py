@@ -33,7 +33,7 @@ from alphagate.measure.offline.models import CausalLM, read_config, rms_norm
 from alphagate.measure.offline.tree import Expansion, expand
 from alphagate.measure.results import MeasureError
 
-__all__ = ["ChainScore", "Eagle3Config", "Eagle3Head", "eagle3_config"]
+__all__ = ["ChainScore", "Eagle3Config", "Eagle3Head", "eagle3_config", "head_weights"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -70,12 +70,17 @@ class Eagle3Config:
 
 
 def eagle3_config(
-    raw: dict[str, Any], *, target_hidden: int, target_layers: int, target_vocab: int
+    raw: dict[str, Any],
+    *,
+    target_hidden: int,
+    target_layers: int,
+    target_vocab: int,
+    what: str = _WHAT,
 ) -> Eagle3Config:
     """A head's config (``config.json`` as read) against its target; :class:`MeasureError`
-    naming the field for a head that does not fit it or that the head here does not implement.
-    vLLM's defaults: aux layers (2, L // 2, L − 3) (``llama_eagle3.py``), vocabulary and hidden
-    size those of the target."""
+    naming the field for a head that does not fit it or that the head here does not implement
+    (``what``: the flag that named the head). vLLM's defaults: aux layers (2, L // 2, L − 3)
+    (``llama_eagle3.py``), vocabulary and hidden size those of the target."""
     layer = raw.get("transformer_layer_config")  # the "speculators" format
     c = (
         {**layer, **{k: v for k, v in raw.items() if k != "transformer_layer_config"}}
@@ -85,7 +90,7 @@ def eagle3_config(
     try:
         if int(c.get("num_hidden_layers", 1)) != 1:
             raise MeasureError(
-                f"{_WHAT}: num_hidden_layers = {c['num_hidden_layers']}: only one-layer heads "
+                f"{what}: num_hidden_layers = {c['num_hidden_layers']}: only one-layer heads "
                 "are supported"
             )
         hidden, heads = int(c["hidden_size"]), int(c["num_attention_heads"])
@@ -111,36 +116,36 @@ def eagle3_config(
             rope={k: c[k] for k in _ROPE_KEYS if c.get(k) is not None},
         )
     except KeyError as exc:
-        raise MeasureError(f"{_WHAT}: config.json has no {exc.args[0]!r}") from None
+        raise MeasureError(f"{what}: config.json has no {exc.args[0]!r}") from None
     except (TypeError, ValueError) as exc:
-        raise MeasureError(f"{_WHAT}: config.json: {exc}") from None
+        raise MeasureError(f"{what}: config.json: {exc}") from None
     if vocab != target_vocab:
         raise MeasureError(
-            f"{_WHAT}: vocab_size {vocab} ≠ the target's {target_vocab} (config.json)"
+            f"{what}: vocab_size {vocab} ≠ the target's {target_vocab} (config.json)"
         )
     if head_hidden != target_hidden:
         field = "target_hidden_size" if c.get("target_hidden_size") else "hidden_size"
         raise MeasureError(
-            f"{_WHAT}: {field} {head_hidden} ≠ the target's hidden_size {target_hidden} "
+            f"{what}: {field} {head_hidden} ≠ the target's hidden_size {target_hidden} "
             "(config.json)"
         )
     if any(not 0 <= i <= target_layers for i in aux_ids):
         raise MeasureError(
-            f"{_WHAT}: eagle_aux_hidden_state_layer_ids {list(aux_ids)} outside the target's "
+            f"{what}: eagle_aux_hidden_state_layer_ids {list(aux_ids)} outside the target's "
             f"0..{target_layers}"
         )
     if eagle.get("use_aux_hidden_state", True) is False:
-        raise MeasureError(f"{_WHAT}: use_aux_hidden_state = false is not supported")
+        raise MeasureError(f"{what}: use_aux_hidden_state = false is not supported")
     if eagle.get("norm_before_fc", c.get("norm_before_fc", False)) or c.get("fc_norm"):
-        raise MeasureError(f"{_WHAT}: norm_before_fc / fc_norm heads are not supported")
+        raise MeasureError(f"{what}: norm_before_fc / fc_norm heads are not supported")
     return cfg
 
 
-def _weights(path: str) -> dict[str, torch.Tensor]:
+def head_weights(path: str, what: str = _WHAT) -> dict[str, torch.Tensor]:
     """The head's tensors by vLLM's names (``midlayer.`` is ``layers.0.``, no ``model.``)."""
     files = sorted(Path(path).glob("*.safetensors"))
     if not files:
-        raise MeasureError(f"{_WHAT}: no *.safetensors weights in {path}")
+        raise MeasureError(f"{what}: no *.safetensors weights in {path}")
     w: dict[str, torch.Tensor] = {}
     for f in files:
         w.update(load_file(str(f)))
@@ -172,7 +177,7 @@ class Eagle3Head:
         )
         self.device, self.dtype = device, dtype
         self.aux_ids = cfg.aux_ids
-        w = _weights(path)
+        w = head_weights(path)
 
         def get(name: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
             if name not in w:
