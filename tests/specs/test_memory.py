@@ -45,3 +45,8 @@ def test_fp8_weights_and_kv_halve_their_bytes() -> None:
 def test_n_gram_has_nothing_to_compare() -> None:
     with pytest.raises(ConfigError, match="n-gram drafting has no weights"):
         memory_answer("llama-3.1-8b", "ngram")
+
+
+def test_suffix_decoding_has_nothing_to_compare() -> None:
+    with pytest.raises(ConfigError, match="suffix drafting has no weights"):
+        memory_answer("llama-3.1-8b", "suffix")

@@ -36,7 +36,8 @@ def memory_answer(
     weight_dtype = weight_dtype or native_dtype(target)
     key = draft.strip().lower()
     if key in ("ngram", "suffix"):
-        raise ConfigError(f"{key} drafting has no weights and no KV cache: nothing to compare")
+        name = "n-gram" if key == "ngram" else "suffix"
+        raise ConfigError(f"{name} drafting has no weights and no KV cache: nothing to compare")
     drafter = drafter_for(key) if key in METHODS else DraftModelDrafter(model=draft)
     if isinstance(drafter, Eagle3Drafter):
         drafter = drafter.model_copy(update={"draft_vocab_size": draft_vocab_size})
