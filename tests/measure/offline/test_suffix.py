@@ -23,7 +23,7 @@ from alphagate.measure.offline.walk import walk_greedy, walk_lengths  # noqa: E4
 from alphagate.measure.results import MeasureError  # noqa: E402
 from alphagate.specs.deployment import SuffixParams  # noqa: E402
 from alphagate.theory.lengths import length_counters as counters  # noqa: E402
-from tests.measure.offline_fixtures import Tiny, build, greedy_log  # noqa: E402
+from tests.measure.offline.fixtures import Tiny, build, greedy_log  # noqa: E402
 
 # loops the random target falls into repeat within a response; the same prompt twice and a
 # prompt that quotes an earlier one repeat across requests (the responses' tree)
