@@ -221,11 +221,22 @@ def build_tiny_models(
     tok = _train_tokenizer(texts, s, paths.tokenizer)
     ids = torch.tensor(tok("\n\n".join(texts))["input_ids"], dtype=torch.long)
     report: dict[str, Any] = {"corpus_tokens": int(ids.numel())}
-    vocab = len(tok)
 
+    target, trained = _build_language_models(s, paths, tok, ids, say)
+    report.update(trained)
+    report.update(_build_eagle3_heads(s, paths, tok, ids, target, say))
+    done.write_text(json.dumps(report, indent=2))
+    return TinyModels(**{**asdict(paths), "report": report})
+
+
+def _build_language_models(
+    s: TinyModelSettings, paths: TinyModels, tok: Any, ids: Any, say: Any
+) -> tuple[Any, dict[str, Any]]:
+    """Train and save the target and the small draft model; returns the target and the reports."""
     say(
         f"target: training a {s.target_layers}-layer, {s.target_hidden}-wide Llama for {s.target_steps} steps"
     )
+    vocab = len(tok)
     target = _llama(
         s,
         s.target_hidden,
@@ -235,7 +246,7 @@ def build_tiny_models(
         s.target_intermediate,
         vocab,
     )
-    report["target"] = _train_lm(target, ids, s, s.target_steps, s.seed + 1)
+    report = {"target": _train_lm(target, ids, s, s.target_steps, s.seed + 1)}
     target.save_pretrained(paths.target, safe_serialization=True)
     tok.save_pretrained(paths.target)
 
@@ -248,7 +259,13 @@ def build_tiny_models(
     report["draft"] = _train_lm(draft, ids, s, s.draft_steps, s.seed + 2)
     draft.save_pretrained(paths.draft, safe_serialization=True)
     tok.save_pretrained(paths.draft)
+    return target, report
 
+
+def _build_eagle3_heads(
+    s: TinyModelSettings, paths: TinyModels, tok: Any, ids: Any, target: Any, say: Any
+) -> dict[str, Any]:
+    """Train the EAGLE-3 head against the target (and save an untrained one beside it)."""
     from alphagate.testing.eagle3 import save_eagle3_head, train_eagle3_head
 
     say(f"EAGLE-3 head: training against the target's hidden states for {s.eagle_steps} steps")
@@ -256,8 +273,6 @@ def build_tiny_models(
     save_eagle3_head(untrained, target, paths.eagle3_untrained)
     tok.save_pretrained(paths.eagle3_untrained)
     head = train_eagle3_head(target, ids, s, steps=s.eagle_steps, seed=s.seed + 3)
-    report["eagle3"] = head.report
     save_eagle3_head(head, target, paths.eagle3)
     tok.save_pretrained(paths.eagle3)
-    done.write_text(json.dumps(report, indent=2))
-    return TinyModels(**{**asdict(paths), "report": report})
+    return {"eagle3": head.report}
