@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
 from alphagate.cli._check import bounded
 
-if TYPE_CHECKING:
-    from rich.progress import Progress
-
-__all__ = ["ReplayModels", "ReplayRequests", "ReplayRun", "ReplaySampling", "replay_bar"]
+__all__ = ["ReplayModels", "ReplayRequests", "ReplayRun", "ReplaySampling"]
 
 
 @dataclass(frozen=True)
@@ -182,30 +179,3 @@ class ReplayRun:
 
     def fields(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "ray": self.ray, "ray_workers": self.ray_workers}
-
-
-def replay_bar(label: str) -> Progress:
-    """The progress bar of a replay on stderr (entered by the caller): ``label`` (a task field
-    or text), done of total, the ``detail`` field (a rate), elapsed time and an ETA."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from alphagate.cli._app import err_console
-
-    return Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    )

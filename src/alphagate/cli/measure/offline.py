@@ -13,13 +13,13 @@ from alphagate.cli._app import console, err_console, print_json
 from alphagate.cli._check import config_error, fail
 from alphagate.cli._files import sigterm_as_interrupt
 from alphagate.cli._groups import takes_groups
+from alphagate.cli._progress import replay_bar
 from alphagate.cli.measure._common import ResultsFlags, measure_app, measure_error
 from alphagate.cli.measure._replay import (
     ReplayModels,
     ReplayRequests,
     ReplayRun,
     ReplaySampling,
-    replay_bar,
 )
 
 if TYPE_CHECKING:

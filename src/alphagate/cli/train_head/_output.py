@@ -16,7 +16,7 @@ from alphagate.cli import _app
 from alphagate.cli._app import console, err_console, json_dumps, print_json
 from alphagate.cli._check import fail
 from alphagate.cli._files import atomic_write_text
-from alphagate.cli.measure._replay import replay_bar
+from alphagate.cli._progress import replay_bar
 
 if TYPE_CHECKING:
     from alphagate.train.config import TrainHeadConfig
