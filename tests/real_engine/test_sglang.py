@@ -118,3 +118,21 @@ def test_the_launch_lines_a_plan_prints_are_accepted_by_sglangs_parser(tmp_path:
     # and a line SGLang's parser refuses is reported as such (the check can fail)
     bad = sglang({"argv": [["--model-path", "m", "--speculative-eagle-topk", "four"]]})["argv"][0]
     assert not bad["ok"] and "speculative-eagle-topk" in str(bad["error"])
+
+
+def test_sglangs_parser_has_no_suffix_decoding() -> None:
+    """Why ``plan --method suffix --engine sglang`` is refused: the installed SGLang's own parser
+    has none of suffix decoding's settings (the suffix workers are in unmerged pull requests;
+    ``SUFFIX`` is not one of ``SpeculativeAlgorithm``'s names either, only a name a plugin could
+    register), while it takes the n-gram algorithm, its model-free neighbour."""
+    got = sglang(
+        {"argv": [
+            ["--model-path", "m", "--speculative-algorithm", "SUFFIX",
+             "--speculative-num-draft-tokens", "9", "--speculative-suffix-max-tree-depth", "24"],
+            ["--model-path", "m", "--speculative-algorithm", "NGRAM",
+             "--speculative-num-draft-tokens", "9"],
+        ]}
+    )["argv"]  # fmt: skip
+    suffix, ngram = got
+    assert not suffix["ok"] and "--speculative-suffix-max-tree-depth" in str(suffix["error"])
+    assert ngram["ok"] and ngram["speculative_algorithm"] == "NGRAM", ngram

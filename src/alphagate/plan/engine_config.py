@@ -6,11 +6,8 @@ Field names are vLLM's ``SpeculativeConfig`` (``vllm/config/speculative.py``): `
 ``prompt_lookup_max`` (n-gram), ``suffix_decoding_*`` (suffix decoding; ``num_speculative_tokens``
 is then the cap on a draft) and ``num_speculative_tokens_per_batch_size`` (a list of inclusive
 ``[start, end, K]`` batch-size ranges, validated as ``vllm/v1/spec_decode/dynamic/utils.py`` does).
-SGLang flags are ``sglang.launch_server``'s ``--speculative-*`` (docs: speculative_decoding.md;
-suffix decoding: ``--speculative-algorithm SUFFIX`` and ``--speculative-suffix-*``,
-``python/sglang/srt/server_args.py`` at commit cdda822c, which pads every draft to
-``--speculative-num-draft-tokens`` positions, the context token first,
-``speculative/suffix_cache_adapter.py``).
+SGLang flags are ``sglang.launch_server``'s ``--speculative-*`` (docs: speculative_decoding.md);
+SGLang's released server (0.5.23) has no suffix decoding, so a suffix plan has none.
 
 :func:`vllm_serve_argv` and :func:`sglang_launch_argv` are the whole command that serves the
 deployment a plan modelled — the checkpoint in the modelled weight dtype (or the online
@@ -18,7 +15,7 @@ quantization that gives it), the KV-cache dtype, tensor parallelism, the batch a
 the simulation assumed — so that the command pasted is the deployment predicted. vLLM's flags are
 checked against the installed build's own argument parser by the real-engine tests; SGLang's
 against a copy of its ``ServerArgs`` flag list (``tests/plan/sglang_server_args.json``, commit
-named there).
+named there) and, where an SGLang virtualenv is given, its own parser.
 """
 
 from __future__ import annotations
@@ -118,27 +115,16 @@ _SGLANG_ALGORITHM: Final[dict[str, str]] = {
     "draft_model": "STANDALONE",
     "ngram": "NGRAM",
     "mtp": "NEXTN",
-    "suffix": "SUFFIX",
 }
-
-
-def _sglang_suffix_flags(drafter: SuffixDrafter, k: int) -> list[str]:
-    """SGLang's suffix decoding: drafts of up to K tokens after the context token (its verify
-    pass is K + 1 positions wide whatever a draft's length) and the trees' settings."""
-    flags = ["--speculative-algorithm", "SUFFIX", "--speculative-num-draft-tokens", str(k + 1)]
-    for name in SuffixParams.model_fields:
-        flags += [f"--speculative-suffix-{name.replace('_', '-')}", str(getattr(drafter, name))]
-    return flags
 
 
 def sglang_flags(
     drafter: DrafterConfig, draft: str | None, k: int, tree: TreeShape | None = None
 ) -> list[str]:
     """SGLang launch flags for a chain of K drafts (top-k 1, so draft tokens = K + 1), for the
-    draft ``tree`` (EAGLE / EAGLE-3: ``--speculative-eagle-topk`` > 1), or for suffix decoding
-    with drafts of up to K tokens."""
+    draft ``tree`` (EAGLE / EAGLE-3: ``--speculative-eagle-topk`` > 1); none for suffix decoding."""
     if isinstance(drafter, SuffixDrafter):
-        return _sglang_suffix_flags(drafter, k)
+        return []  # SGLang's released server (0.5.23) has no suffix decoding to launch
     method = drafter.method
     shape = tree or chain_shape(k)
     flags = ["--speculative-algorithm", _SGLANG_ALGORITHM[method]]

@@ -69,6 +69,14 @@ def parse_engine_version(text: str) -> tuple[int, int]:
 def _check_suffix(req: PlanRequest) -> None:
     """Suffix decoding drafts as much as its trees match: its acceptance is each class's
     measured draft-length profile (no prior or typed α says how long its drafts are)."""
+    if req.engine == "sglang":
+        # SGLang 0.5.23's ServerArgs has no SUFFIX algorithm and refuses --speculative-suffix-*
+        # (its suffix workers are in pull requests sgl-project/sglang#13553 and #27582, unmerged)
+        raise ValueError(
+            "--method suffix --engine sglang: SGLang's released server (0.5.23) has no suffix "
+            "decoding (--speculative-algorithm SUFFIX is not one of its choices); plan it for "
+            "vLLM (--engine vllm), whose suffix decoding this plan models"
+        )
     bare = [c.name for c in req.workload.classes if c.draft_steps is None]
     if bare:
         raise ValueError(
