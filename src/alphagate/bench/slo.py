@@ -37,7 +37,7 @@ from alphagate.core.records import Frozen
 from alphagate.sim.results import weighted_quantiles
 
 if TYPE_CHECKING:
-    from alphagate.bench.records import RequestRecord
+    from alphagate.bench.request_record import RequestRecord
 
 __all__ = [
     "ALIASES",

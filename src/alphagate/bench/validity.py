@@ -36,7 +36,7 @@ from alphagate.measure.prom import SpecCounters
 from alphagate.sim.results import Distribution
 
 if TYPE_CHECKING:
-    from alphagate.bench.records import RequestRecord
+    from alphagate.bench.request_record import RequestRecord
 
 __all__ = ["BOUNDS", "TICK_S", "LoopLag", "RunValidity", "ServerLag", "run_validity", "twin_lag"]
 

@@ -37,7 +37,6 @@ from alphagate.core.errors import ConfigError
 from alphagate.measure.estimate import AcceptanceEstimate, Interval, estimate
 
 if TYPE_CHECKING:
-    from alphagate.gate.evidence import Evidence
     from alphagate.gate.rules import Rule
 
 __all__ = [
@@ -290,16 +289,23 @@ def check_deployment(served_model: str, evidence: list[tuple[str, str | None]]) 
             )
 
 
-def check_definitions(rules: list[Rule], ev: Evidence) -> None:
-    """A ρ or α rule whose reading is an SGLang draft tree's: refused (exit 2), naming both."""
+def check_definitions(
+    rules: list[Rule],
+    *,
+    definition: dict[str | None, str],
+    source: dict[str | None, str],
+    engine: dict[str | None, str],
+) -> None:
+    """A ρ or α rule whose reading (per class: what its ρ means, the file, the engine) is an
+    SGLang draft tree's: refused (exit 2), naming both."""
     for rule in rules:
         if rule.metric not in ("draft_acceptance_rate", "alpha"):
             continue
-        if ev.definition.get(rule.cls) != "tree nodes":
+        if definition.get(rule.cls) != "tree nodes":
             continue
         raise ConfigError(
-            f"{rule.describe()} cannot be judged on {ev.acceptance_source[rule.cls]} "
-            f"({ev.engine.get(rule.cls, '')}): an SGLang draft tree's accept rate divides the "
+            f"{rule.describe()} cannot be judged on {source[rule.cls]} "
+            f"({engine.get(rule.cls, '')}): an SGLang draft tree's accept rate divides the "
             "accepted drafts by every verified node, not by a chain's drafts, and implies no α; "
             "gate the tree on τ (--min-mean-acceptance-length, or the τ gate of a plan made "
             "with --engine sglang)"

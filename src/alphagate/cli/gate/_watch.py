@@ -56,7 +56,9 @@ def _evaluate_once(
                 check_deployment(files.served_model, ev.models)
         from alphagate.gate.consistency import check_definitions
 
-        check_definitions(rs.rules, ev)
+        check_definitions(
+            rs.rules, definition=ev.definition, source=ev.acceptance_source, engine=ev.engine
+        )
     except MeasureError as exc:  # a ConfigError too: caught first
         if watching and exc.exit_code == 3:  # the source went quiet: judged, not a bad input
             from alphagate.gate import no_evidence
