@@ -146,6 +146,13 @@ def traffic(
         t.join(30)
 
 
+def hangup_as_a_terminal_sends_it() -> None:
+    """``preexec_fn`` of a command a test hangs up on: a test run under ``nohup`` passes its
+    ignored SIGHUP on to every child, and a command that finds SIGHUP ignored keeps it so (as it
+    should); the command under test must see the signal a closing terminal sends."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

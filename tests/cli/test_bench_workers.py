@@ -18,7 +18,7 @@ from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
 from tests.conftest import Cli
-from tests.servers import twin
+from tests.servers import hangup_as_a_terminal_sends_it, twin
 
 # α = 1 accepts every draft and α = 0 none: acceptance counts do not depend on batching or timing
 DETERMINISTIC = TwinConfig(
@@ -130,6 +130,7 @@ def test_sigterm_stops_every_worker_and_keeps_the_records(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=hangup_as_a_terminal_sends_it,
             start_new_session=True,
         )
         records = out / "requests.jsonl"

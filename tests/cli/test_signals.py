@@ -15,7 +15,7 @@ import pytest
 
 from alphagate.specs import DeploymentConfig
 from alphagate.twin.config import TwinConfig
-from tests.servers import twin
+from tests.servers import hangup_as_a_terminal_sends_it, twin
 
 SLOW = TwinConfig(
     deployment=DeploymentConfig(model="llama-3.3-70b", weight_dtype="fp8"), k=2, time_scale=1.0
@@ -46,6 +46,7 @@ def test_signal_keeps_records_and_writes_the_summary(tmp_path: Path, sig: signal
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=hangup_as_a_terminal_sends_it,
         )
         records = out / "requests.jsonl"
         deadline = time.monotonic() + 60

@@ -179,11 +179,8 @@ def test_saved_scrapes_are_evidence_with_the_live_delta_rules(cli: Cli, tmp_path
     assert junk.exit_code == 2 and "junk.txt" in junk.output and "Traceback" not in junk.output
 
 
-def test_an_interrupted_ab_keeps_its_completed_pairs_and_the_gate_uses_them(tmp_path: Path) -> None:
-    """SIGINT in the middle of a 4-repeat A/B: the summary holds the runs that completed (and the
-    partial one), and the gate judges the pairs complete on both sides."""
-    data = _dataset(tmp_path / "t.jsonl")
-    out = tmp_path / "ab"
+def _interrupted_ab(tmp_path: Path, data: Path, out: Path) -> tuple[int, str]:
+    """An 8-repeat A/B, SIGINT once five runs' records are in: (exit code, its output)."""
     # real-time twins (at a time scale near 0 a client on two cores reads the chunks in bunches,
     # and the gate rightly refuses the A/B as distorted)
     with (
@@ -204,17 +201,32 @@ def test_an_interrupted_ab_keeps_its_completed_pairs_and_the_gate_uses_them(tmp_
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         text, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 130, text
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["interrupted"] is True
-    by = {lv["target"]: lv for lv in summary["levels"]}
-    done_b = {r["repeat"] for r in by["baseline"]["runs"]}
-    done_c = {r["repeat"] for r in by["candidate"]["runs"]}
-    assert len(done_b & done_c) >= 2
-    g = Cli().json(
-        "gate", "--bench", str(out / "summary.json"), "--min-tpot-speedup", "0.1",
-        "--min-requests", "10", "--ignore-errors",
-    )  # fmt: skip
+    return proc.returncode, text.decode()
+
+
+def test_an_interrupted_ab_keeps_its_completed_pairs_and_the_gate_uses_them(tmp_path: Path) -> None:
+    """SIGINT in the middle of a 4-repeat A/B: the summary holds the runs that completed (and the
+    partial one), and the gate judges the pairs complete on both sides. An A/B the loaded machine
+    distorted (the gate's "rerun" with exit 3) is run again, up to twice, as a user would."""
+    data = _dataset(tmp_path / "t.jsonl")
+    for attempt in range(3):
+        out = tmp_path / f"ab{attempt}"
+        code, text = _interrupted_ab(tmp_path, data, out)
+        assert code == 130, text
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["interrupted"] is True
+        by = {lv["target"]: lv for lv in summary["levels"]}
+        done_b = {r["repeat"] for r in by["baseline"]["runs"]}
+        done_c = {r["repeat"] for r in by["candidate"]["runs"]}
+        assert len(done_b & done_c) >= 2
+        judged = Cli().run(
+            "gate", "--bench", str(out / "summary.json"), "--min-tpot-speedup", "0.1",
+            "--min-requests", "10", "--ignore-errors", "--json",
+        )  # fmt: skip
+        g = json.loads(judged.stdout)
+        if "falling behind" not in (g["results"][0]["why"] or ""):
+            break
+    assert judged.exit_code == 0, judged.output
     assert g["results"][0]["sample"] >= 16 * 2
     tpot = g["results"][0]
     assert tpot["result"] == "pass", tpot
