@@ -108,6 +108,13 @@ def write_log(
     return path
 
 
+def code_class(s: Synthetic) -> list[str]:
+    """``alphagate train-head`` on the code class of the synthetic log, with its target (the
+    caller adds ``--out`` and what it tests)."""
+    return ["train-head", "--log", str(s.log), "--class-field", "cls", "--class", "code",
+            "--target", str(s.target)]  # fmt: skip
+
+
 def build(root: Path) -> Synthetic:
     import torch
 

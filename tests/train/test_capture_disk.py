@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.test_full_disk import tmpfs
 from tests.conftest import Cli
-from tests.train.synthetic import Synthetic
+from tests.train.synthetic import Synthetic, code_class
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -22,15 +22,7 @@ def test_a_capture_that_fills_the_disk_is_resumed_where_it_stopped(
     synthetic: Synthetic, tmp_path: Path
 ) -> None:
     args = [
-        "train-head",
-        "--log",
-        str(synthetic.log),
-        "--class-field",
-        "cls",
-        "--class",
-        "code",
-        "--target",
-        str(synthetic.target),
+        *code_class(synthetic),
         "--steps",
         "1",
     ]

@@ -15,7 +15,7 @@ import pytest
 from alphagate.measure.offline.requests import read_logs
 from alphagate.train.split import class_requests, split_requests
 from tests.conftest import Cli
-from tests.train.synthetic import LAYERS, Synthetic
+from tests.train.synthetic import LAYERS, Synthetic, code_class
 
 torch = pytest.importorskip("torch")
 
@@ -25,15 +25,7 @@ def test_the_gpu_commands_and_their_data_are_what_speculators_reads(
 ) -> None:
     out = tmp_path / "head"
     r = Cli().run(
-        "train-head",
-        "--log",
-        str(synthetic.log),
-        "--class-field",
-        "cls",
-        "--class",
-        "code",
-        "--target",
-        str(synthetic.target),
+        *code_class(synthetic),
         "--out",
         str(out),
         "--steps",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tests.train.synthetic import Synthetic
+from tests.train.synthetic import Synthetic, code_class
 
 STAND_IN = """#!{python}
 import json, shutil, sys
@@ -42,15 +42,7 @@ def test_run_executes_the_printed_command_then_measures_its_head(
 
     init = _vllm_head(synthetic.target, tmp_path / "general")
     r = Cli().run(
-        "train-head",
-        "--log",
-        str(synthetic.log),
-        "--class-field",
-        "cls",
-        "--class",
-        "code",
-        "--target",
-        str(synthetic.target),
+        *code_class(synthetic),
         "--init",
         str(init),
         "--out",
@@ -83,15 +75,7 @@ def test_a_failed_speculators_run_says_so(
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     r = Cli().run(
-        "train-head",
-        "--log",
-        str(synthetic.log),
-        "--class-field",
-        "cls",
-        "--class",
-        "code",
-        "--target",
-        str(synthetic.target),
+        *code_class(synthetic),
         "--out",
         str(tmp_path / "h"),
         "--backend",
