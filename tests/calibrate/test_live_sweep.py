@@ -58,3 +58,44 @@ def test_a_failing_server_is_named_with_its_status_and_message() -> None:
     said = str(info.value)
     assert "the warm-up did not complete" in said and "HTTP 503: the model is still loading" in said
     assert CANARY not in said
+
+
+def _merged_stream(tokens: int) -> tuple[bytes, ...]:
+    """A loaded baseline's stream: vLLM merges the tokens a slow reader has not taken yet, so
+    chunks carry two tokens although nothing speculates."""
+    chunks = []
+    for i in range(0, tokens, 2):
+        payload = {"choices": [{"text": "xx"}], "usage": {"prompt_tokens": 3,
+                                                           "completion_tokens": i + 2}}  # fmt: skip
+        chunks.append(b"data: " + json.dumps(payload).encode() + b"\n\n")
+    return (*chunks, b"data: [DONE]\n\n")
+
+
+def _baseline(metrics: str | None) -> Any:
+    """A vLLM without speculation whose /metrics answers ``metrics`` (None: 404)."""
+    server = MockVllm(k=0, tokens=4)
+
+    def handle(req: Request) -> Response:
+        if req.path.endswith("/metrics"):
+            if metrics is None:
+                return Response(404, reason="Not Found")
+            return Response.text(metrics)
+        if req.method == "POST":
+            return Response(200, chunks=_merged_stream(4), content_type="text/event-stream")
+        return server(req)
+
+    return handle
+
+
+def test_a_baseline_whose_stream_merges_tokens_is_not_taken_for_speculation() -> None:
+    """Two tokens per chunk from a server whose own /metrics has no spec-decode counters: the
+    stream merged them (a loaded server), and the levels are a baseline's (K = 0). Without a
+    /metrics to tell, the same stream is refused: it may be a speculating server."""
+    vllm_metrics = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0\n"
+    observations, _ = run_live_sweep(_sweep(), transport=MockTransport(_baseline(vllm_metrics)))
+    assert [o.k for o in observations] == [0, 0, 0]
+    with pytest.raises(ConfigError, match="tokens per chunk — the server speculates"):
+        run_live_sweep(_sweep(), transport=MockTransport(_baseline(None)))
+    other = "# TYPE proxy_requests counter\nproxy_requests_total 3\n"  # not the engine's own
+    with pytest.raises(ConfigError, match="tokens per chunk"):
+        run_live_sweep(_sweep(), transport=MockTransport(_baseline(other)))

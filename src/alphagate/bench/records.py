@@ -205,6 +205,12 @@ class LevelSummary(Frozen):
         description="why the /metrics counters gave no acceptance (counters no decoder produces, "
         "…); None when they did, or were not scraped",
     )
+    speculating: bool | None = Field(
+        default=None,
+        description="from the server's /metrics: true when it exposes spec-decode counters, "
+        "false when vLLM's or SGLang's own /metrics was read without them (speculation off), "
+        "null when none was read",
+    )
     request_acceptance: RequestAcceptance | None = Field(
         default=None,
         description="from the server's per-request counts (vLLM --per-request-spec-decode-"
@@ -249,6 +255,7 @@ def summarize_level(
     repeat: int = 0,
     validity: RunValidity | None = None,
     acceptance_problem: str | None = None,
+    speculating: bool | None = None,
 ) -> LevelSummary:
     """The one place a run's summary is assembled (after a run, or from an interrupted one)."""
     classes = sorted({r.cls for r in records if r.cls is not None})
@@ -277,6 +284,7 @@ def summarize_level(
         classes={c: stats_of(r for r in records if r.cls == c) for c in classes},
         acceptance=acceptance,
         acceptance_problem=acceptance_problem,
+        speculating=speculating,
         request_acceptance=request_acceptance(records),
         goodput=goodput,
         time_scale=time_scale,

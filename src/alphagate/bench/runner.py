@@ -229,6 +229,7 @@ class BenchRunner:
             repeat=repeat,
             validity=validity,
             acceptance_problem=read.problem,
+            speculating=read.speculating,
         )
 
     # ---------------------------------------------------------------- one level

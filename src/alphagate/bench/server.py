@@ -41,11 +41,14 @@ class ModelCard(NamedTuple):
 
 
 class LevelAcceptance(NamedTuple):
-    """A level's acceptance from the counters' increase (None without counters), and why it is
-    left out when the counters cannot be a decoder's."""
+    """A level's acceptance from the counters' increase (None without counters), why it is left
+    out when the counters cannot be a decoder's, and whether the server speculates: True when
+    its spec-decode counters are exposed, False when the engine's own ``/metrics`` was read
+    without them, None when no engine ``/metrics`` was read."""
 
     acceptance: SpecAcceptance | None
     problem: str | None
+    speculating: bool | None = None
 
 
 def _scrape_why(exc: ScrapeError, timeout_s: float) -> str:
@@ -129,14 +132,17 @@ class ServerReader:
         urls: list[str],
     ) -> LevelAcceptance:
         """The acceptance between two scrapes of ``urls`` for the level ``where`` names."""
-        if after is None or not any(c.present for c in after) or len(after) != len(before):
+        if after is None or len(after) != len(before):
             return LevelAcceptance(None, None)
+        if not any(c.present for c in after):
+            off = all(c.engine for c in after)  # the engine answered: speculation is off
+            return LevelAcceptance(None, None, False if off else None)
         try:
-            return LevelAcceptance(spec_delta(before, after), None)
+            return LevelAcceptance(spec_delta(before, after), None, True)
         except ValueError as exc:  # accepted above drafted, a position above the last…
             problem = (
                 f"the spec-decode counters of {', '.join(map(redact_url, urls))} "
                 f"cannot be a decoder's ({exc}); the level's acceptance is left out"
             )
             self.problems.append(f"{where}: {problem}")
-            return LevelAcceptance(None, problem)
+            return LevelAcceptance(None, problem, True)

@@ -151,7 +151,9 @@ def observations_from_result(
         spec = acc is not None and acc.num_drafts > 0 and acc.k
         k = int(acc.k) if spec and acc is not None and acc.k else 0
         per_chunk = lv.overall.mean_tokens_per_chunk or 1.0
-        if k == 0 and per_chunk > 1.02:
+        # more than one token per chunk: speculation, or a loaded server whose stream merged
+        # tokens; only the engine's own /metrics without spec-decode counters tells them apart
+        if k == 0 and per_chunk > 1.02 and lv.speculating is not False:
             raise ConfigError(
                 f"{source}: level {lv.level} streamed {per_chunk:.2f} tokens per chunk — the "
                 "server speculates — but no spec-decode counters were read; give its /metrics "

@@ -86,8 +86,9 @@ class Series:
 class SpecCounters:
     """vLLM's spec-decode counters in one scrape: per label set (``series``) and summed.
 
-    ``present``: the families exist at all (speculation is on); ``matched``: some sample passed
-    the label filter; ``models_seen``: the ``model_name`` values on offer, for error messages.
+    ``present``: the families exist at all (speculation is on); ``engine``: some family is
+    vLLM's or SGLang's own (``vllm:``, ``sglang:``) — the server itself answered, so families
+    absent mean speculation is off; ``matched``: some sample passed the label filter; ``models_seen``: the ``model_name`` values on offer, for error messages.
     Built with totals only (no ``series``), the totals are one series.
     """
 
@@ -96,6 +97,7 @@ class SpecCounters:
     accepted: float = 0.0
     per_pos: dict[int, float] = field(default_factory=dict)
     present: bool = False
+    engine: bool = False
     matched: bool = False
     models_seen: set[str] = field(default_factory=set)
     #: the ``model_name`` values of the series counted (the filter's, or every one on offer)
@@ -132,6 +134,7 @@ def parse_spec_counters(
     c = SpecCounters()
     for fam in text_string_to_metric_families(text):
         name = _family_name(fam.name)
+        c.engine = c.engine or name.startswith(("vllm:", "sglang:"))
         if name in _TWIN:
             total = sum(s.value for s in fam.samples if s.name.endswith("_total"))
             setattr(c, _TWIN[name], (getattr(c, _TWIN[name]) or 0.0) + total)
