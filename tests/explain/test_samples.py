@@ -1,5 +1,5 @@
-"""The replays' samples: quantiles under resampling against the simulator's own rule, the
-resample counts, a step priced as a decode step, chunk gaps read back from a trace, and the
+"""The replays' samples: quantiles and tail means under resampling against the simulator's own
+rule and a direct sum, the resample counts, a step priced as a decode step, chunk gaps read back from a trace, and the
 lateness drawn from a run's validity figures."""
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ import pytest
 from alphagate.bench.validity import RunValidity
 from alphagate.explain.lateness import gap_lateness, stalled_gaps, with_lateness
 from alphagate.explain.replay import level_replay, side_runs
-from alphagate.explain.samples import Variant, decode_priced, quantiles, replay, resamples
+from alphagate.explain.samples import (
+    Variant,
+    decode_priced,
+    quantiles,
+    replay,
+    resamples,
+    tail_means,
+)
 from alphagate.sim.cost import StepCostModel
 from alphagate.sim.results import Distribution, weighted_quantiles
 from alphagate.sim.workload import unconditional_table
@@ -31,6 +38,46 @@ def test_quantiles_of_the_data_as_they_are_follow_the_simulators_rule() -> None:
     reps = row[request].astype(int)
     expected = weighted_quantiles(np.repeat(values, reps), np.repeat(weights, reps), [0.99])
     assert q[1, 7] == pytest.approx(expected[0])
+
+
+def _tail_mean(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The mean above the ``q`` quantile, directly: each value weighed by its part above it."""
+    order = np.argsort(values)
+    v, w = values[order], weights[order]
+    cum = np.cumsum(w)
+    part = np.diff(np.maximum(cum - q * cum[-1], 0.0), prepend=0.0)
+    return float((part * v).sum() / part.sum())
+
+
+def test_tail_means_under_resampling_are_the_direct_sum_of_each_resample() -> None:
+    rng = np.random.default_rng(1)
+    values, weights = rng.exponential(size=3000), rng.integers(1, 4, 3000).astype(float)
+    request = rng.integers(0, 200, 3000)
+    counts = resamples(np.ones(200, dtype=bool), 20, rng)
+    got = tail_means(values, weights, request, counts, 0.95)
+    assert got.shape == (21,)
+    for row in (0, 7, 19):
+        w = counts[row][request] * weights
+        assert got[row] == pytest.approx(_tail_mean(values, w, 0.95), rel=1e-12)
+    # an exponential's mean above its 95th percentile is that percentile plus its mean (1)
+    assert got[0] == pytest.approx(np.log(20) + 1, rel=0.1)
+
+
+def test_a_tail_mean_does_not_jump_where_the_p99_does() -> None:
+    """Steps of 36 ms, and 1% of the tokens in steps of 46 ms (a prefill chunk shared them):
+    a few samples more or fewer above the jump move the P99 by the whole jump, the mean above
+    the 95th percentile by a few percent."""
+
+    def figures(slow: int) -> tuple[float, float]:
+        values = np.array([36.0] * (10_000 - slow) + [46.0] * slow)
+        weights, request = np.ones(values.size), np.arange(values.size) % 100
+        counts = np.ones((1, 100))
+        p99 = quantiles(values, weights, request, counts, [0.99])[0, 0]
+        return float(p99), float(tail_means(values, weights, request, counts, 0.95)[0])
+
+    (p_lo, t_lo), (p_hi, t_hi) = figures(90), figures(110)
+    assert (p_lo, p_hi) == (36.0, 46.0)
+    assert t_hi / t_lo == pytest.approx(1.0, abs=0.02)  # the P99: ×1.28
 
 
 def test_resamples_draw_measured_requests_only() -> None:

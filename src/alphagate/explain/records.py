@@ -163,8 +163,10 @@ RemedyKind = Literal[
 class Remedy(Frozen):
     """A change, what the simulator predicts after it on the same requests, and how to apply it.
 
-    Predictions are the measured figures × the simulated ratio (after ÷ before), so a constant
-    error of the step-time model cancels."""
+    Predictions are the simulated figures after the change × the step-time model's error before
+    it (measured ÷ simulated, on the candidate's mean above its 95th percentile), so a constant
+    error of the step-time model cancels; the interval also covers the error taken on the P99
+    itself."""
 
     kind: RemedyKind
     title: str

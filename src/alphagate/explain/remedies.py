@@ -6,10 +6,13 @@ concurrency (the same schedule with K = 0 past it), a smaller K, a larger
 ``max_num_batched_tokens``, more KV room (when the candidate held fewer requests), a class routed
 to servers without speculation, and a better drafter for the class it accepts least (what a head
 trained on that class's traffic, ``alphagate train-head``, would have to reach). Each prediction
-is the measured figure × the simulated ratio after ÷ before on the same requests (a constant
-error of the step-time model cancels), with its 95% interval over resamples of the requests —
-for ITL per token widened to the predictions with no client lateness and with either run's
-alone (:mod:`alphagate.explain.lateness`): it varies from run to run.
+is the simulated figure after the change, scaled by the step-time model's error on the same
+requests before it — the measured candidate's mean above its 95th percentile ÷ the simulated
+one (a constant error cancels; a tail mean, unlike the P99 itself, does not jump where the
+distribution of step times does) — with its 95% interval over resamples of the requests, widened
+to the prediction scaled by the P99's own error and, for ITL per token, to the predictions with
+no client lateness and with either run's alone (:mod:`alphagate.explain.lateness`): it varies
+from run to run.
 
 Ranked: the remedies that bring P99 ITL per token and P99 TTFT back within the budget of the
 baseline's (``--p99-budget`` ×), most throughput first; then the others, nearest first. The engine flags are vLLM's (the twin takes
@@ -23,7 +26,7 @@ import math
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +70,7 @@ class Context:
     resolved: ResolvedDeployment
     measured_candidate: Figures
     measured_baseline: Figures
+    measured_candidate_tail: Figures  # the means above the 95th percentile (tail_figures)
     served: str | None
     load: int  # the level's concurrency, or the most requests seen at once (open loop)
     p99_budget: float = 1.0  # fixed: P99 ITL per token at most this × the baseline's
@@ -273,9 +277,33 @@ def _better_head(ctx: Context) -> Iterator[_Option]:
     )
 
 
-def _predicted(ctx: Context, after: Figures, before: Figures, metric: Metric) -> FloatArray:
-    """The measured candidate's figure × the simulated ratio after ÷ before, per resample."""
-    return np.asarray(ctx.measured_candidate[metric] * (after[metric] / before[metric]))
+class _Scales(NamedTuple):
+    """The step-time model's error on the candidate (measured ÷ simulated) per resample, taken
+    on the mean above the 95th percentile (steady) and on the figure itself (it holds errors of
+    the tail's own, but a P99 where the distribution jumps — steps with a prefill chunk and
+    steps without — moves by the jump when a few samples cross it)."""
+
+    tail: FloatArray
+    figure: FloatArray
+
+
+def _scales(ctx: Context, before: Figures, before_tail: Figures, metric: Metric) -> _Scales:
+    return _Scales(
+        tail=np.asarray(ctx.measured_candidate_tail[metric] / before_tail[metric]),
+        figure=np.asarray(ctx.measured_candidate[metric] / before[metric]),
+    )
+
+
+def _predicted(
+    after: Figures, scales: _Scales, metric: Metric
+) -> tuple[FloatArray, Interval | None]:
+    """The simulated figure after the remedy × the tail-mean scale, per resample, with the
+    interval of both scales' predictions over the resamples."""
+    by_tail, by_figure = after[metric] * scales.tail, after[metric] * scales.figure
+    ivs = [iv for iv in (interval(by_tail), interval(by_figure)) if iv is not None]
+    if not ivs:
+        return by_tail, None
+    return by_tail, Interval(low=min(i.low for i in ivs), high=max(i.high for i in ivs))
 
 
 def _excess(ctx: Context, predicted: dict[Metric, float]) -> float:
@@ -286,37 +314,42 @@ def _excess(ctx: Context, predicted: dict[Metric, float]) -> float:
     )
 
 
-def _itl_interval(ctx: Context, opt: _Option, before: Figures, itl: FloatArray) -> Interval | None:
+def _itl_interval(
+    ctx: Context, opt: _Option, scales: _Scales, iv: Interval | None
+) -> Interval | None:
     """The resamples' interval, widened to the predictions with no client lateness and with
     either run's alone: a client's lateness varies from run to run (the A/B measured two), and
     a quiet machine has next to none."""
     lat = ctx.lattice
     metric: Metric = "itl_per_token_p99_ms"
-    iv = interval(itl)
     if iv is None:
         return None
     ends = [iv.low, iv.high]
     for late in (None, *lat.lateness):
-        alone = figures(opt.after, lat.counts[:1], lateness=late)
-        ends.append(float(ctx.measured_candidate[metric][0] * alone[metric][0] / before[metric][0]))
+        alone = figures(opt.after, lat.counts[:1], lateness=late)[metric][0]
+        ends += [float(alone * scales.tail[0]), float(alone * scales.figure[0])]
     return Interval(low=min(ends), high=max(ends))
 
 
-def _remedy(ctx: Context, opt: _Option, before: Figures, base_rate: float) -> Remedy:
+def _remedy(
+    ctx: Context, opt: _Option, before: tuple[Figures, Figures], base_rate: float
+) -> Remedy:
+    """``before``: the candidate's replay, its figures and their tail means."""
     lat = ctx.lattice
     late = mixed_lateness(lat.chunk_rates(), lat.lateness, opt.after.chunk_rate)
     after = figures(opt.after, lat.counts, lateness=late)
-    itl = _predicted(ctx, after, before, "itl_per_token_p99_ms")
-    ttft = _predicted(ctx, after, before, "ttft_p99_ms")
+    itl_scales = _scales(ctx, *before, "itl_per_token_p99_ms")
+    itl, itl_iv = _predicted(after, itl_scales, "itl_per_token_p99_ms")
+    ttft, ttft_iv = _predicted(after, _scales(ctx, *before, "ttft_p99_ms"), "ttft_p99_ms")
     excess = _excess(ctx, {"itl_per_token_p99_ms": float(itl[0]), "ttft_p99_ms": float(ttft[0])})
     return Remedy(
         kind=opt.kind,
         title=opt.title,
         assumption=opt.assumption,
         itl_per_token_p99_ms=float(itl[0]),
-        itl_per_token_p99_interval=_itl_interval(ctx, opt, before, itl),
+        itl_per_token_p99_interval=_itl_interval(ctx, opt, itl_scales, itl_iv),
         ttft_p99_ms=float(ttft[0]),
-        ttft_p99_interval=interval(ttft),
+        ttft_p99_interval=ttft_iv,
         throughput_ratio=opt.after.throughput / base_rate if base_rate > 0 else math.nan,
         fixes_tail=excess == 0.0,
         excess=excess,
@@ -346,7 +379,7 @@ def rank(found: list[Remedy]) -> list[Remedy]:
 
 def remedies(ctx: Context) -> list[Remedy]:
     """Every remedy that applies to the level, replayed and ranked."""
-    before = ctx.lattice.candidate()
+    before = (ctx.lattice.candidate(), ctx.lattice.candidate_tail())
     base_rate = ctx.lattice.run(ctx.lattice.baseline_variant(), ("baseline", False)).throughput
     options = [
         *_schedule_options(ctx), *_smaller_k(ctx), *_budgets(ctx), *_kv_room(ctx),

@@ -22,7 +22,7 @@ from alphagate.core.errors import ConfigError
 from alphagate.core.records import Frozen
 from alphagate.explain.attribution import attribute, interval
 from alphagate.explain.lateness import gap_lateness
-from alphagate.explain.lattice import Figures, Lattice, figures
+from alphagate.explain.lattice import Figures, Lattice, figures, tail_figures
 from alphagate.explain.records import (
     EFFECTS,
     METRICS,
@@ -205,8 +205,9 @@ def _level(
     if caps[0] != caps[1]:
         players.append("capacity")
     explained = [_metric(m, lattice, players, seen) for m in METRICS]
+    tail = tail_figures(measured_samples(plan.records), lattice.counts)
     ctx = Context(
-        lattice, resolved, seen[1], seen[0], result.model, _load(cand_level, cand_runs),
+        lattice, resolved, seen[1], seen[0], tail, result.model, _load(cand_level, cand_runs),
         cfg.p99_budget,
     )  # fmt: skip
     return LevelExplanation(

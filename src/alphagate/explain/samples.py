@@ -16,7 +16,7 @@ how :mod:`alphagate.explain.attribution` removes rejection streaks.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,7 @@ __all__ = [
     "quantiles",
     "replay",
     "resamples",
+    "tail_means",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -190,30 +191,60 @@ def resamples(measured: npt.NDArray[np.bool_], n_boot: int, rng: np.random.Gener
     return counts
 
 
+class _Top(NamedTuple):
+    """The top of the sorted values, weighed in every resample."""
+
+    values: FloatArray  # [size], ascending
+    cum: FloatArray  # [n_resamples, size]: cumulative weight over the top, per resample
+    head: FloatArray  # [n_resamples, 1]: the weight below the top
+    total: FloatArray  # [n_resamples, 1]
+    start: int  # where the top begins among all the values
+
+
+def _top(
+    values: FloatArray, weights: FloatArray, request: IntArray, counts: FloatArray, share: float
+) -> _Top:
+    """The sorted values' top, large enough to hold ``share`` of the weight in every resample
+    (everything below it counts whole: the full ``[n_resamples, n_samples]`` weights are never
+    formed)."""
+    order = np.argsort(values, kind="stable")
+    v, w_s, req = values[order], weights[order], request[order]
+    total = counts @ np.bincount(request, weights=weights, minlength=counts.shape[1])
+    need = share * total[:, None]
+    size = min(v.size, max(64, int(4 * share * v.size)))
+    while True:
+        start = v.size - size
+        cum = np.cumsum(counts[:, req[start:]] * w_s[start:], axis=1)  # [n_resamples, size]
+        if start == 0 or (cum[:, -1:] > need).all():
+            break
+        size = min(v.size, size * 4)
+    head = total[:, None] - cum[:, -1:]
+    return _Top(v[start:], cum, head, total[:, None], start)
+
+
 def quantiles(
     values: FloatArray, weights: FloatArray, request: IntArray, counts: FloatArray, qs: list[float]
 ) -> FloatArray:
     """Weighted quantiles (:func:`alphagate.sim.results.weighted_quantiles`' rule) of ``values``
     in every resample (``counts``, from :func:`resamples`): shape ``[len(qs), n_resamples]``.
-
-    Only the top of the sorted values is weighed per resample: a tail whose weight exceeds
-    ``1 − min(qs)`` of the total in every resample holds each quantile, and everything below it
-    counts whole — the full ``[n_resamples, n_samples]`` weights are never formed."""
-    order = np.argsort(values, kind="stable")
-    v, w_s, req = values[order], weights[order], request[order]
-    total = counts @ np.bincount(request, weights=weights, minlength=counts.shape[1])
-    need = (1.0 - min(qs)) * total[:, None]
-    size = min(v.size, max(64, int(4 * (1.0 - min(qs)) * v.size)))
-    while True:
-        start = v.size - size
-        w = counts[:, req[start:]] * w_s[start:]  # [n_resamples, size]
-        cum = np.cumsum(w, axis=1)
-        head = total[:, None] - cum[:, -1:]  # the weight below the tail, per resample
-        if start == 0 or (cum[:, -1:] > need).all():
-            break
-        size = min(v.size, size * 4)
+    Only the top of the sorted values that holds ``1 − min(qs)`` of the weight is weighed."""
+    top = _top(values, weights, request, counts, 1.0 - min(qs))
     out = np.empty((len(qs), counts.shape[0]))
     for i, q in enumerate(qs):
-        idx = start + (head + cum < q * total[:, None]).sum(axis=1)
-        out[i] = v[np.minimum(idx, v.size - 1)]
+        idx = (top.head + top.cum < q * top.total).sum(axis=1)
+        out[i] = top.values[np.minimum(idx, top.values.size - 1)]
     return out
+
+
+def tail_means(
+    values: FloatArray, weights: FloatArray, request: IntArray, counts: FloatArray, q: float
+) -> FloatArray:
+    """The weighted mean of ``values`` above their ``q`` quantile in every resample (the
+    boundary value weighed by its part above the quantile): shape ``[n_resamples]``. Unlike a
+    high quantile, it moves smoothly with the data — a P99 that falls where the distribution
+    jumps (steps with a prefill chunk and steps without) moves by the size of the jump when a
+    few samples cross it."""
+    top = _top(values, weights, request, counts, 1.0 - q)
+    above = top.head + top.cum - q * top.total  # weight above the quantile, cumulative
+    w = np.diff(np.maximum(above, 0.0), axis=1, prepend=0.0)
+    return np.asarray((w * top.values).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-300))
