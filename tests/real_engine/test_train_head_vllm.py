@@ -2,16 +2,18 @@
 with the tiny models standing in for the production ones.
 
 The team serves the tiny target (its Hugging Face cache holds it under the plan's production
-name, as it would hold the real one) with its general EAGLE-3 head — the tier's head, trained on
-the standard library's top-level modules — and its traffic has two classes: prose, and code from
-the standard library's packages, which neither the target nor the head was trained on. Measured
-offline on part of the traffic, code falls below its gate at concurrency 128 while prose clears
-it: the plan routes code away and prints, under "what would change the verdict", the commands of
-Stage 6. They run here as printed (the training's step count bounded for the tier): log code's
-traffic from the baseline server, ``train-head`` from the general head on it (the split by
-request, the target's hidden states, speculators' EAGLE-3 model and loss on the CPU), re-measure
-on the held-out requests, re-plan — code now speculates — and gate. Then vLLM serves the new head,
-and its counters on the held-out code prompts are what ``measure offline`` predicted.
+name, as it would hold the real one) with its general EAGLE-3 head — trained on the team's prose
+traffic (here by ``train-head`` from a new head, a few steps) — and its traffic has two classes:
+prose, and code from the standard library's packages, which the general head never saw and the
+target never learned. Measured offline on part of the traffic, code falls below its gate at
+concurrency 32 while prose clears it: the plan routes code away and prints, under "what would
+change the verdict", the commands of Stage 6. They run here as printed (the training's step count
+bounded for the tier): log code's traffic from the baseline server, ``train-head`` from the
+general head on it (the split by request, the target's hidden states, speculators' EAGLE-3 model
+and loss on the CPU), re-measure on the held-out requests (code's α rises by at least
+``MIN_RATIO``), re-plan — code now speculates — and gate: the held-out α clears it. Then vLLM
+serves the new head, and its counters on the held-out code prompts are what ``measure offline``
+predicted.
 """
 
 from __future__ import annotations
@@ -35,18 +37,21 @@ from tests.real_engine.harness import REPO, vllm_server
 #: the plan's production names, under which the team's Hugging Face cache holds the stand-ins
 TARGET_ID, HEAD_ID = "meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
 #: the traffic file: code prompts enough for the plan's logging run (BENCH_REQUESTS); the first
-#: measurement logs CODE_SEEN of them and PROSE_SEEN prose prompts
-CODE_REQUESTS, PROSE_REQUESTS, CODE_SEEN = 160, 32, 32
+#: measurement logs CODE_SEEN of them and the prose prompts (the general head's training data)
+CODE_REQUESTS, PROSE_REQUESTS, CODE_SEEN = 400, 120, 32
 CODE_TOKENS, PROSE_TOKENS = 64, 48
-#: the code requests Stage 6 logs (the plan's --bench-requests): 80% trained on, 20% held out
-BENCH_REQUESTS = 120
-#: the load at which code's α with the general head is below the gate and prose's above it
-CONCURRENCY = 128
+#: the code requests Stage 6 logs (the plan's --bench-requests): 80% trained on, 20% held out —
+#: enough drafts on the held-out requests for the gate to decide (2,000)
+BENCH_REQUESTS = 360
+#: the load at which code's α with the general head is below its gate and prose's above it
+CONCURRENCY = 32
+#: optimizer steps of the general head, trained from a new head on the prose requests logged
+GENERAL_STEPS = 10
 #: optimizer steps of the code head (1,024 tokens each): the tier's bound on training time
 CODE_STEPS = 30
-#: held-out code α with the new head ÷ with the general head, at least: to be set from the first
-#: run that passes the plan's flip (the first runs, at K = 1: 0.817 → 0.846, a ratio of 1.035)
-MIN_RATIO = 1.0
+#: held-out code α with the new head ÷ with the general head, at least (the first run that
+#: passed the plan's flip, K = 2: 0.247 → 0.444, a ratio of 1.80)
+MIN_RATIO = 1.5
 REPORT = REPO / ".cache" / "real-engine" / "report.json"
 #: modules of the standard library's packages: the tiny target learned from the top-level
 #: modules only, so this code is new to it (and to the head)
@@ -169,18 +174,16 @@ def _first_measurement(team: Team, url: str, tiny: Any) -> dict[str, Any]:
     first.write_text("".join(json.dumps(r) + "\n"
                              for r in code + [r for r in rows if r["class"] == "prose"]))  # fmt: skip
     _bench(url, first, team.cwd / "results" / "traffic", "--save-text")
+    # the team's general head: trained on prose (the stand-in for a head trained on chat data)
+    team.run(f"alphagate train-head --target {tiny.target} --log results/traffic/requests.jsonl "
+             f"--class prose --k 1 --steps {GENERAL_STEPS} --out general")  # fmt: skip
     _hub(team.hf_home, TARGET_ID, tiny.target)
-    _hub(team.hf_home, HEAD_ID, tiny.eagle3)
+    _hub(team.hf_home, HEAD_ID, team.cwd / "general")
     team.run(f"alphagate measure offline --log results/traffic/requests.jsonl --target "
              f"{TARGET_ID} --drafter eagle3:{HEAD_ID} --k 2 --out results/alpha.json")  # fmt: skip
     return team.json("results/alpha.json")["classes"]  # type: ignore[no-any-return]
 
 
-@pytest.mark.skip(
-    reason="not calibrated yet: at the plan's gate K (1) the tier's head already has code α ≈ 0.82 "
-    "on the held-out requests, above its gate (0.48 at concurrency 128); the first measurement's "
-    "α (K = 2, 0.47) is below it. The scenario needs a class below its gate at the gate's K."
-)
 def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
     tiny: Any, logdir: Path, tmp_path: Path
 ) -> None:
@@ -231,39 +234,6 @@ def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
         a = _bench(srv.url, data, team.cwd / "results" / "served")["levels"][0]["acceptance"]
     served = _counts(a)
     _report("train-head/vllm-vs-offline", {"k": k, "predicted": predicted, "vllm": served})
-    assert served["drafts"] > 0
-    # as the tier's offline check: ties in bf16 logits may flip a few tokens
-    assert abs(predicted["accepted"] - served["accepted"]) <= max(0.02 * served["accepted"], 2)
-    for p, v in zip(predicted["per_pos"], served["per_pos"], strict=True):
-        assert abs(p - v) <= max(0.03 * v, 2), (predicted, served)
-
-
-def test_vllm_serves_the_head_train_head_writes_as_measure_offline_predicts(
-    tiny: Any, logdir: Path, tmp_path: Path
-) -> None:
-    """The engine's half, at the tier's cost: code traffic logged from the baseline, a head
-    trained on it from the tier's head for a few steps, and vLLM serving that head on the
-    held-out prompts with the counters ``measure offline`` predicts (greedy, bf16 as served)."""
-    team = Team(tmp_path / "team", tmp_path / "hf")
-    team.cwd.mkdir()
-    rows = [{"prompt": p, "class": "code", "max_tokens": CODE_TOKENS}
-            for p in _code_prompts(CODE_SEEN + 8)]  # fmt: skip
-    (team.cwd / "code.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with vllm_server(tiny.target, "tiny", None, logdir) as base:
-        _bench(base.url, team.cwd / "code.jsonl", team.cwd / "log", "--save-text")
-    team.run(f"alphagate train-head --target {tiny.target} --log log/requests.jsonl --class code "
-             f"--init {tiny.eagle3} --k 2 --steps 8 --out head")  # fmt: skip
-    (gain,) = [g for g in team.json("head/train.json")["gains"] if g["name"] == "code"]
-    _report("train-head/short-run", gain)
-    assert gain["ratio"] > 1.0, gain  # 8 steps: 0.358 → 0.435 (1.22×) on the first run
-    team.run(f"alphagate measure offline --log head/held-out.jsonl --target {tiny.target} "
-             "--drafter eagle3:head --k 2 --dtype bfloat16 --out predicted.json")  # fmt: skip
-    predicted = _counts(team.json("predicted.json")["classes"]["code"])
-    spec = {"method": "eagle3", "model": str(team.cwd / "head"), "num_speculative_tokens": 2}
-    with vllm_server(tiny.target, "tiny", spec, logdir) as srv:
-        data = _held_out_dataset(team, "head")
-        served = _counts(_bench(srv.url, data, team.cwd / "served")["levels"][0]["acceptance"])
-    _report("train-head/vllm-vs-offline", {"k": 2, "predicted": predicted, "vllm": served})
     assert served["drafts"] > 0
     # as the tier's offline check: ties in bf16 logits may flip a few tokens
     assert abs(predicted["accepted"] - served["accepted"]) <= max(0.02 * served["accepted"], 2)
