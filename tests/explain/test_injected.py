@@ -207,7 +207,6 @@ def test_the_injected_cause_ranks_first_and_its_top_remedy_holds(name: str, tmp_
         f"{remedy['title']}: predicted {predicted:.1f} [{interval['low']:.1f}, "
         f"{interval['high']:.1f}], measured {value:.1f} [{lo:.1f}, {hi:.1f}]"
     )
-    print(said)
     assert agree, said
 
 
