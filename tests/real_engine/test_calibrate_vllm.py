@@ -1,9 +1,12 @@
 """``alphagate calibrate`` against the real vLLM CPU build: fit the step-time model from the
-baseline at concurrency 1 and 4 and EAGLE-3 at K = 3, concurrency 1 (each with its prefill probe,
-also at concurrency 1), then predict the speculative speedup of nine cells it was not fitted on —
-K = 3 at concurrency 2 and 8, K = 2 at 1, K = 1 at 1, 4 and 8, and an untrained EAGLE-3 head (the
-same architecture, a low acceptance) at K = 3 and concurrency 1, 4 and 8 — each with its range
-over the calibrated constants, measure them on the same servers, and compare (goal: ±10–15%).
+baseline and EAGLE-3 at K = 3, each at concurrency 1 and 8 with its prefill probe (what
+``calibrate --concurrency 1,8`` measures on the two servers), then predict the speculative speedup
+of eight cells it was not fitted on — K = 3 at concurrency 2, K = 2 at 1, K = 1 at 1, 4 and 8, and
+an untrained EAGLE-3 head (the same architecture, a low acceptance) at K = 3 and concurrency 1, 4
+and 8 — each with its range over the calibrated constants, measure them on the same servers, and
+compare: within ±10% (the median cell; every cell within ±25% on a loaded machine), and the range
+covers the measured speedup in 7 of the 8 cells at least. (Fitted at one concurrency only, the
+speculative step's growth with the batch is not identified: K = 3 at 8 came out 18–20% off.)
 vLLM's synthetic acceptance (``rejection_sample_method: "synthetic"``), which would set α without
 a trained drafter, does not run on the CPU build: its rejection sampler's CPU path asserts
 ``not SYNTHETIC_MODE`` (``vllm/utils/cpu_triton_utils.py``), so the heads run at their own α.
@@ -159,10 +162,9 @@ def test_calibrate_predicts_the_speculative_speedup(
         cudagraph_max_tokens=0,  # --enforce-eager
         drafter=Eagle3Drafter(draft_vocab_size=eagle_vocab, checkpoint=str(tiny.eagle3)),
     )
-    fitted_on = [obs[("base", 1)], obs[("base", 4)], obs[("base", None)], obs[("k3", 1)],
-                 obs[("k3", None)]]  # fmt: skip
+    fitted_on = [obs[(server, c)] for server in ("base", "k3") for c in (1, 8, None)]
     profile = fit_profile(dep, fitted_on)
-    assert profile.valid_concurrency == (1, 4) and profile.valid_k == (3, 3)
+    assert profile.valid_concurrency == (1, 8) and profile.valid_k == (3, 3)
     alpha = obs[("k3", 1)].alpha_by_pos  # what a user knows: α by position at K = 3
     assert alpha is not None
     # each prediction's range over the calibrated constants (± 2 standard errors, from the fit's
@@ -175,7 +177,7 @@ def test_calibrate_predicts_the_speculative_speedup(
     # concurrency 1 (for every K), the untrained head's from its own server there
     u_alpha = obs[("u3", 1)].alpha_by_pos
     assert u_alpha is not None
-    held_out = [("K=3, C=2", "k3", 3, 2), ("K=3, C=8", "k3", 3, 8), ("K=2, C=1", "k2", 2, 1)]
+    held_out = [("K=3, C=2", "k3", 3, 2), ("K=2, C=1", "k2", 2, 1)]
     held_out += [(f"K=1, C={c}", "k1", 1, c) for c in (1, 4, 8)]
     held_out += [(f"untrained K=3, C={c}", "u3", 3, c) for c in (1, 4, 8)]
     rows = []
@@ -232,11 +234,11 @@ def test_calibrate_predicts_the_speculative_speedup(
             ],
         },
     )  # fmt: skip
-    # the fit reproduces the levels it was fitted on; the predictions are recorded against the
-    # ±15% goal — on this 2-core CPU build the step time is not monotone in the batch (a batch of
-    # 8 has run faster per step than one of 4) and a speculative step's extra cost is mostly
-    # independent of K, which one K = 3 level cannot tell apart from a cost per draft forward —
-    # and must at least get the direction and the size roughly right
+    # the fit reproduces the levels it was fitted on; the held-out cells are predicted within
+    # ±10% (re-fitted on one run's levels: median 3.8%, worst 8.3%) and none far off under load
     assert profile.rms_residual_pct < 30.0  # 5–14% seen; the CPU build's steps are noisy
-    for r in rows:
-        assert abs(r["error"]) < 0.75, r  # +42% seen once under other load
+    errors = sorted(abs(r["error"]) for r in rows)
+    assert float(np.median(errors)) <= 0.10, rows
+    assert errors[-1] <= 0.25, rows
+    covered = [r["predicted_low"] <= r["measured_speedup"] <= r["predicted_high"] for r in rows]
+    assert sum(covered) >= len(rows) - 1, rows
