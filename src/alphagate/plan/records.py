@@ -324,6 +324,16 @@ class LoadRow(Frozen):
     best_k_range: tuple[int, int] | None = Field(
         default=None, description="the model's best K at the two ends of the ranges"
     )
+    batch_baseline: int | None = Field(
+        default=None,
+        description="running sequences of the server without speculation here: the "
+        "concurrency, or the most its KV room holds (None: a plan written before)",
+    )
+    batch_speculative: int | None = Field(
+        default=None,
+        description="the same for the speculative server at the fixed K: its KV room is shared "
+        "with the drafter's, and the users beyond it queue",
+    )
 
 
 class Uncertainty(Frozen):
@@ -376,6 +386,16 @@ class Memory(Frozen):
     kv_tokens_lost: int
     sequences_lost: float = Field(description="KV tokens lost ÷ mean sequence tokens")
     mean_sequence_tokens: float
+    largest_batch_baseline: int | None = Field(
+        default=None,
+        description="the most sequences the server without speculation holds: max_num_seqs, "
+        "or what its KV room fits (None: a plan written before)",
+    )
+    largest_batch_speculative: int | None = Field(
+        default=None,
+        description="the same for the speculative server at the fixed K: the drafter's KV and "
+        "each sequence's draft and lookahead slots take room",
+    )
 
 
 class Stage(Frozen):

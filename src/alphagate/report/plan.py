@@ -61,6 +61,7 @@ def _env() -> jinja2.Environment:
         capitalize_first=lambda t: t[:1].upper() + t[1:],
     )
     env.globals["tail_line"] = tail_line
+    env.globals["queue_line"] = queue_line
     env.globals["uncertainty_line"] = uncertainty_line
     return env
 
@@ -87,6 +88,29 @@ def tail_line(p: Plan) -> str:
         f"P99 ITL per token at concurrency {t.concurrency} (K={t.k}, {pool}) "
         f"{t.off_ms:.1f} → {t.on_ms:.1f} ms ({t.ratio:.2f}×), {f'{verdict} ' if verdict else ''}"
         f"{bound}{action}"
+    )
+
+
+def queue_line(p: Plan) -> str:
+    """Where the speculative server runs fewer sequences than the baseline, in one sentence
+    ("" where it never does)."""
+    held = [
+        r
+        for r in p.rows
+        if r.batch_speculative is not None
+        and r.batch_baseline is not None
+        and r.batch_speculative < r.batch_baseline
+    ]
+    if not held:
+        return ""
+    at = "; ".join(
+        f"{r.batch_speculative} against {r.batch_baseline} at concurrency {r.concurrency}"
+        for r in held
+    )
+    return (
+        f"The speculative server (K={p.fixed_k}) runs fewer sequences than the baseline — {at}: "
+        "the drafter's KV shares the cache and each sequence holds its draft and lookahead "
+        "slots, so its other users queue."
     )
 
 
@@ -265,7 +289,10 @@ def render_plan_console(p: Plan) -> RenderableType:
         )
     if p.p99 is not None:
         parts.append(Text.assemble(("Tail: ", "bold"), tail_line(p)))
-    parts += [_rows_table(p), _classes_table(p), *_tree_table(p)]
+    parts.append(_rows_table(p))
+    if queue_line(p):
+        parts.append(Text(queue_line(p), style="dim"))
+    parts += [_classes_table(p), *_tree_table(p)]
     stage1 = next((s for s in p.stages if s.number == 1), None)
     if stage1 is not None:
         parts.append(Text(f"Stage 1 — {stage1.title}: {stage1.goal}", style="bold"))

@@ -170,6 +170,21 @@ def _crossovers(r: SweepResult) -> RenderableType:
     return cx
 
 
+def _caps_note(r: SweepResult) -> Text | None:
+    """The largest batch of each arm, where the speculative server's is the smaller."""
+    base = r.largest_batch_baseline
+    spec = dict(zip(r.ks, r.largest_batch_speculative, strict=False))
+    if base is None or all(v >= base for v in spec.values()):
+        return None
+    held = ", ".join(f"{v} at K={k}" for k, v in spec.items())
+    return Text(
+        f"Largest batch: {base} sequences without speculation, {held} with it (the drafter's "
+        "KV shares the cache, and each sequence holds its draft and lookahead slots); above "
+        "it the speculative server's requests queue.",
+        style="dim",
+    )
+
+
 def render_sweep(r: SweepResult) -> RenderableType:
     kind = r.rows[0].load_kind if r.rows else "concurrency"
     parts: list[RenderableType] = [
@@ -181,6 +196,9 @@ def render_sweep(r: SweepResult) -> RenderableType:
     ]
     if r.crossovers:
         parts.append(_crossovers(r))
+    caps = _caps_note(r)
+    if caps is not None:
+        parts.append(caps)
     parts.append(
         Text(
             f"{LOSS} (red) = net loss, or a P99 worse than without speculation."

@@ -5,14 +5,17 @@ discriminated :data:`DrafterConfig`), built once by :func:`drafter_for` and the 
 down. :func:`resolve_deployment` turns it into numbers — shapes, the GPU with efficiency overrides
 applied, a tensor-parallel degree that fits, and the KV-cache room left after weights — that the
 step-time model in :mod:`alphagate.sim.cost` consumes. The KV room and the largest batch follow
-one rule (:func:`kv_tokens_needed`, :meth:`ResolvedDeployment.largest_batch`) for every verb.
+one rule (:func:`kv_tokens_needed`, :class:`BatchRoom`) for every verb, per arm: the server without
+speculation has the whole KV cache for the target's tokens, the speculative one shares it with the
+drafter's KV and holds draft and lookahead slots for every running sequence
+(:func:`speculative_kv_slots`), so it holds fewer sequences.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Final, Literal, get_args
+from typing import Annotated, Final, Literal, NamedTuple, get_args
 
 from pydantic import Field, model_validator
 
@@ -36,6 +39,8 @@ __all__ = [
     "METHODS",
     "TP_CHOICES",
     "WEIGHT_DTYPES",
+    "ArmCaps",
+    "BatchRoom",
     "DeploymentConfig",
     "DeploymentSummary",
     "DraftModelDrafter",
@@ -53,6 +58,7 @@ __all__ = [
     "drafter_for",
     "kv_tokens_needed",
     "resolve_deployment",
+    "speculative_kv_slots",
 ]
 
 Method = Literal["eagle3", "eagle", "draft_model", "ngram", "mtp", "suffix"]
@@ -323,6 +329,49 @@ def kv_tokens_needed(concurrency: int, workload: WorkloadConfig, max_num_seqs: i
     return int(min(concurrency, max_num_seqs) * workload.mean_sequence_tokens())
 
 
+def speculative_kv_slots(drafter: DrafterConfig, k: int) -> int:
+    """KV slots a running sequence holds beyond its own tokens while speculating with K drafts
+    (0 at K = 0).
+
+    vLLM 0.32's scheduler allocates each running request its computed tokens plus the step's
+    new ones — the K unverified drafts among them — and ``VllmConfig.num_lookahead_tokens`` more
+    (``vllm/v1/core/sched/scheduler.py``, ``kv_cache_manager.allocate_slots``): K for EAGLE,
+    EAGLE-3, MTP and a draft model, whose drafter writes KV past the verified range; none for
+    n-gram and suffix decoding, which keep no KV (``vllm/config/vllm.py``).
+    """
+    if k <= 0:
+        return 0
+    return k if isinstance(drafter, HOST_DRAFTERS) else 2 * k
+
+
+class ArmCaps(NamedTuple):
+    """The largest batch of each arm of a comparison, in running sequences."""
+
+    baseline: int
+    speculative: int
+
+
+@dataclass(frozen=True)
+class BatchRoom:
+    """What caps each arm's running batch: ``max_num_seqs``, and the KV room in tokens of the
+    server without speculation (the target's alone) and of the speculative one (the drafter's
+    KV takes its share of the same cache, ``vllm/v1/worker/gpu_model_runner.py``,
+    ``get_kv_cache_spec``: every attention layer, the drafter's included)."""
+
+    max_num_seqs: int
+    kv_tokens_baseline: int
+    kv_tokens_speculative: int
+    drafter: DrafterConfig
+
+    def largest_batch(self, sequence_tokens: float, k: int) -> int:
+        """The most sequences of ``sequence_tokens`` each (at their full length) one arm holds,
+        capped by ``max_num_seqs``: K = 0 the server without speculation, K ≥ 1 the speculative
+        one, whose sequences also hold :func:`speculative_kv_slots`."""
+        room = self.kv_tokens_baseline if k <= 0 else self.kv_tokens_speculative
+        per_seq = sequence_tokens + speculative_kv_slots(self.drafter, k)
+        return max(1, min(self.max_num_seqs, int(room // per_seq)))
+
+
 class DeploymentSummary(Frozen):
     """The resolved deployment as data, next to its sentence (:meth:`ResolvedDeployment.describe`)."""
 
@@ -339,6 +388,11 @@ class DeploymentSummary(Frozen):
     draft: str | None
     weight_bytes_per_gpu: float
     kv_capacity_tokens: int
+    kv_capacity_tokens_without_draft: int | None = Field(
+        default=None,
+        description="the KV room of the server without speculation (kv_capacity_tokens: with "
+        "the drafter's KV); None in a file written before it was recorded",
+    )
     compute_bound_tokens_per_step: float
 
 
@@ -383,10 +437,20 @@ class ResolvedDeployment:
             return self.config.cudagraph_max_tokens
         return min(2 * self.config.max_num_seqs, 512)
 
-    def largest_batch(self, workload: WorkloadConfig) -> int:
-        """The largest batch this deployment can hold: ``max_num_seqs`` or what the KV room fits."""
-        fits = int(self.kv_capacity_tokens // workload.mean_sequence_tokens())
-        return max(1, min(self.config.max_num_seqs, fits))
+    @property
+    def batch_room(self) -> BatchRoom:
+        """What caps each arm's batch (:class:`BatchRoom`)."""
+        return BatchRoom(
+            max_num_seqs=self.config.max_num_seqs,
+            kv_tokens_baseline=self.kv_capacity_tokens_without_draft,
+            kv_tokens_speculative=self.kv_capacity_tokens,
+            drafter=self.config.drafter,
+        )
+
+    def largest_batch(self, workload: WorkloadConfig, *, k: int) -> int:
+        """The largest batch one arm holds on ``workload``'s sequences: K = 0 the server without
+        speculation, K ≥ 1 the speculative one (:meth:`BatchRoom.largest_batch`)."""
+        return self.batch_room.largest_batch(workload.mean_sequence_tokens(), k)
 
     def compute_bound_tokens(self) -> float:
         """Tokens per step at which the target's weight GEMMs turn compute-bound (effective rates)."""
@@ -412,6 +476,7 @@ class ResolvedDeployment:
             draft=self.draft_footprint.name if self.draft_footprint else None,
             weight_bytes_per_gpu=self.weight_bytes_per_gpu,
             kv_capacity_tokens=self.kv_capacity_tokens,
+            kv_capacity_tokens_without_draft=self.kv_capacity_tokens_without_draft,
             compute_bound_tokens_per_step=self.compute_bound_tokens(),
         )
 
