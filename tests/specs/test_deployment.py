@@ -99,6 +99,20 @@ def test_each_arm_holds_its_own_largest_batch() -> None:
     )
 
 
+def test_a_tp_whose_room_holds_the_load_only_without_the_drafter_is_taken() -> None:
+    """At concurrency 256 of 768-token sequences (196,608 tokens) a draft model's KV leaves two
+    H100s 182,579 tokens: the chosen TP is 4, where both arms hold 256; at a given TP = 2 the
+    baseline holds them all and the speculative server queues 21 (it holds 235 at K = 3). A TP
+    whose room holds the load even without the drafter is still refused."""
+    wl = WorkloadConfig()
+    dep = DeploymentConfig(weight_dtype="fp8", drafter=drafter_for("draft_model"))
+    assert resolve_deployment(dep, wl, 256).tp == 4
+    two = resolve_deployment(dep.model_copy(update={"tp": 2}), wl, 256)
+    assert (two.largest_batch(wl, k=0), two.largest_batch(wl, k=3)) == (256, 235)
+    with pytest.raises(SpecError, match="with room for 393,216 KV tokens"):
+        resolve_deployment(dep.model_copy(update={"tp": 2, "max_num_seqs": 512}), wl, 512)
+
+
 def test_drafter_for_is_the_one_dispatch() -> None:
     assert drafter_for("eagle3").method == "eagle3"
     assert drafter_for("ngram").method == "ngram"

@@ -106,14 +106,13 @@ class EngineFact(Frozen):
 def _kv_fact(room: BatchRoom, grid: list[int], sequence_tokens: float) -> EngineFact:
     """The largest batch each arm's KV room holds, per K."""
     return EngineFact(
-        name=f"largest batch (KV room {room.kv_tokens_baseline:,} tokens without the drafter, "
-        f"{room.kv_tokens_speculative:,} with it; {sequence_tokens:,.0f} per sequence)",
+        name=f"largest batch in the KV cache ({room.kv_tokens_baseline:,} tokens; "
+        f"{room.kv_tokens_speculative:,} beside the drafter's KV)",
         by_k=[room.largest_batch(sequence_tokens, k) for k in grid],
-        effect="each running sequence holds its whole length in the KV cache, at most "
-        f"max_num_seqs ({room.max_num_seqs}) of them; the drafter's KV shares the cache and, "
-        "while speculating, each sequence holds its K drafts and (EAGLE, MTP, draft model) K "
-        "lookahead slots more, so the speculative server holds fewer and the rest queue "
-        "(simulator and closed form)",
+        effect=f"each running sequence holds its whole length ({sequence_tokens:,.0f} tokens "
+        f"here), at most max_num_seqs ({room.max_num_seqs}) of them; while speculating also its "
+        "K drafts and (EAGLE, MTP, draft model) K lookahead slots, so the speculative server "
+        "holds fewer and the rest of its requests queue (simulator and closed form)",
         source="vllm/v1/core/sched/scheduler.py (allocate_slots, num_lookahead_tokens); "
         "vllm/config/vllm.py; vllm/v1/worker/gpu_model_runner.py (get_kv_cache_spec)",
     )

@@ -528,6 +528,30 @@ def _check_draft_tp(cfg: DeploymentConfig, tp: int) -> None:
         )
 
 
+def _fitting_tp(
+    cfg: DeploymentConfig,
+    gpu: GpuSpec,
+    candidates: list[int],
+    footprints: tuple[Footprint, Footprint | None],
+    need: int,
+) -> int | None:
+    """The first TP whose KV room holds ``need`` tokens with the drafter's share taken (neither
+    arm queues), else the first whose room without the drafter holds them (the speculative
+    server holds fewer sequences and queues the rest, :class:`BatchRoom`); None: neither."""
+    target, draft = footprints
+
+    def holds(tp: int, with_draft: bool) -> bool:
+        spec = _kv_capacity(cfg, gpu, tp, target, draft)
+        room = spec if with_draft else _kv_capacity(cfg, gpu, tp, target, None)
+        return spec > 0 and room >= need
+
+    for with_draft in (True, False):
+        tp = next((t for t in candidates if holds(t, with_draft)), None)
+        if tp is not None:
+            return tp
+    return None
+
+
 def resolve_deployment(
     cfg: DeploymentConfig,
     workload: WorkloadConfig | None = None,
@@ -537,14 +561,15 @@ def resolve_deployment(
 
     With ``tp=None`` the smallest TP in 1, 2, 4, 8 (up to the KV-head count) is chosen whose KV
     room holds :func:`kv_tokens_needed` for ``concurrency`` (default: ``max_num_seqs``) sequences of
-    the workload. Raises :class:`SpecError` when nothing fits.
+    the workload beside the drafter's KV — or, where none does, the smallest whose room holds them
+    without it, the speculative server queueing what it cannot hold (:func:`_fitting_tp`); a given
+    TP is checked the same way. Raises :class:`SpecError` when nothing fits.
     """
     target = resolve_model(cfg.model)
     gpu = _apply_overrides(cfg, resolve_gpu(cfg.gpu))
     t_fp = model_footprint(target, cfg.weight_dtype, kv_dtype=cfg.kv_dtype, kind="target")
     d = cfg.drafter
     d_fp = d.footprint(target, cfg.weight_dtype, cfg.kv_dtype)
-    d_shape = d.shape() if isinstance(d, DraftModelDrafter) else None
     need = (
         0
         if workload is None
@@ -561,25 +586,24 @@ def resolve_deployment(
         if cfg.tp is not None
         else [t for t in TP_CHOICES if t <= target.num_key_value_heads]
     )
-    for tp in candidates:
-        cap = _kv_capacity(cfg, gpu, tp, t_fp, d_fp)
-        if cap > 0 and cap >= need:
-            _check_draft_tp(cfg, tp)
-            return ResolvedDeployment(
-                config=cfg,
-                target=target,
-                gpu=gpu,
-                tp=tp,
-                tp_was_chosen=cfg.tp is None,
-                target_footprint=t_fp,
-                draft_footprint=d_fp,
-                draft_shape=d_shape,
-                kv_capacity_tokens=cap,
-                kv_capacity_tokens_without_draft=_kv_capacity(cfg, gpu, tp, t_fp, None),
-            )
-    tp_txt = f"TP={cfg.tp}" if cfg.tp is not None else f"any TP in {TP_CHOICES}"
-    need_txt = f" with room for {need:,} KV tokens" if need else ""
-    raise SpecError(
-        f"{target.name} at {cfg.weight_dtype} ({t_fp.weight_bytes / 1e9:.1f} GB of weights) does "
-        f"not fit on {gpu.name} ({gpu.memory_bytes / 1e9:.0f} GB) with {tp_txt}{need_txt}"
+    tp = _fitting_tp(cfg, gpu, candidates, (t_fp, d_fp), need)
+    if tp is None:
+        tp_txt = f"TP={cfg.tp}" if cfg.tp is not None else f"any TP in {TP_CHOICES}"
+        need_txt = f" with room for {need:,} KV tokens" if need else ""
+        raise SpecError(
+            f"{target.name} at {cfg.weight_dtype} ({t_fp.weight_bytes / 1e9:.1f} GB of weights) "
+            f"does not fit on {gpu.name} ({gpu.memory_bytes / 1e9:.0f} GB) with {tp_txt}{need_txt}"
+        )
+    _check_draft_tp(cfg, tp)
+    return ResolvedDeployment(
+        config=cfg,
+        target=target,
+        gpu=gpu,
+        tp=tp,
+        tp_was_chosen=cfg.tp is None,
+        target_footprint=t_fp,
+        draft_footprint=d_fp,
+        draft_shape=d.shape() if isinstance(d, DraftModelDrafter) else None,
+        kv_capacity_tokens=_kv_capacity(cfg, gpu, tp, t_fp, d_fp),
+        kv_capacity_tokens_without_draft=_kv_capacity(cfg, gpu, tp, t_fp, None),
     )
