@@ -25,11 +25,11 @@ def test_between_the_caps_the_speculative_arm_runs_at_its_own(plans: Plans) -> N
     d = run.json
     mem = d["memory"]
     # the rooms over 2,304 tokens a sequence, and over 2,304 + 6 slots
-    assert (mem["largest_batch_baseline"], mem["largest_batch_speculative"]) == (88, 79)
+    assert mem["largest_batch"] == {"baseline": 88, "speculative": 79}
     assert d["crossover_search_max"] == 88
     rows = {r["concurrency"]: r for r in d["rows"]}
-    assert (rows[84]["batch_baseline"], rows[84]["batch_speculative"]) == (84, 79)
-    assert (rows[64]["batch_baseline"], rows[64]["batch_speculative"]) == (64, 64)
+    assert rows[84]["batch"] == {"baseline": 84, "speculative": 79}
+    assert rows[64]["batch"] == {"baseline": 64, "speculative": 64}
     line = "79 against 84 at concurrency 84"
     assert line in run.markdown and line in " ".join(run.output.split())
     assert "88 sequences without speculation, 79 with it at K=3" in run.markdown

@@ -47,7 +47,12 @@ def cost() -> StepCostModel:
 def crowded(cost: StepCostModel) -> tuple[PairedRun, PairedRun]:
     """64 users with each arm at its own cap, and with both at the baseline's."""
     caps = _caps(cost)
-    return _paired(cost, 64, caps), _paired(cost, 64, ArmCaps(caps.baseline, caps.baseline))
+    return _paired(cost, 64, caps), _paired(cost, 64, _equal(caps))
+
+
+def _equal(caps: ArmCaps) -> ArmCaps:
+    """Both arms at the baseline's largest batch."""
+    return ArmCaps(baseline=caps.baseline, speculative=caps.baseline)
 
 
 def _caps(cost: StepCostModel) -> ArmCaps:
@@ -89,7 +94,7 @@ def test_below_both_caps_nothing_changes(cost: StepCostModel) -> None:
     caps = _caps(cost)
     users = caps.speculative - 5
     held = _paired(cost, users, caps)
-    equal = _paired(cost, users, ArmCaps(caps.baseline, caps.baseline))
+    equal = _paired(cost, users, _equal(caps))
     for a, b in ((held.spec_trace, equal.spec_trace), (held.baseline_trace, equal.baseline_trace)):
         np.testing.assert_array_equal(a.finish_s, b.finish_s)
         np.testing.assert_array_equal(a.step_dt_s, b.step_dt_s)
@@ -128,7 +133,7 @@ def test_simulate_runs_each_arm_at_its_own_cap() -> None:
         ranges=False,
     )
     r = simulate(cfg)
-    assert (r.largest_batch_baseline, r.largest_batch_speculative) == (44, [21])
+    assert r.largest_batch == [ArmCaps(baseline=44, speculative=21)]
     assert r.crossover_search_max == 44
     assert (r.deployment_detail.kv_capacity_tokens_without_draft or 0) > (
         r.deployment_detail.kv_capacity_tokens

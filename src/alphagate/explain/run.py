@@ -101,9 +101,10 @@ def _caps(
     ceiling = cost.arm_caps(plan.k, plan.workload.mean_sequence_tokens(), max_num_seqs)
     base = _cap(plan, cost, runs[0], 0, ceiling.baseline)
     cand = _cap(plan, cost, runs[1], plan.k, ceiling.speculative)
-    if (base, cand) == ceiling == (max_num_seqs, max_num_seqs):
+    held = (ceiling.baseline, ceiling.speculative)
+    if (base, cand) == held == (max_num_seqs, max_num_seqs):
         return (base, cand), f"neither side was seen held below --max-num-seqs {max_num_seqs}"
-    if (base, cand) == ceiling:
+    if (base, cand) == held:
         return (base, cand), (
             f"what each side's KV room holds on these requests ({ceiling.baseline} without "
             f"the drafter, {ceiling.speculative} with it); neither was seen held below it"

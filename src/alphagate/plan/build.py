@@ -63,6 +63,7 @@ from alphagate.plan.runbook import (
 from alphagate.plan.trees import plan_trees, tree_policy_text
 from alphagate.sim.predict import MIN_GAIN, model_speedup
 from alphagate.sim.uncertainty import CostDesign
+from alphagate.specs.deployment import ArmCaps
 
 __all__ = ["FIXED_RULE", "GATE_MARGIN", "build_plan"]
 
@@ -276,8 +277,9 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
                 itl_p99_ratio_interval=p99,
                 alpha_breakeven_interval=pred.breakeven_interval(k, c),
                 best_k_range=pred.best_k_range(blend, c),
-                batch_baseline=pred.arm_batch(c, 0),
-                batch_speculative=pred.arm_batch(c, policy.fixed_k),
+                batch=ArmCaps(
+                    baseline=pred.arm_batch(c, 0), speculative=pred.arm_batch(c, policy.fixed_k)
+                ),
             )
         )
     return rows
@@ -920,8 +922,7 @@ def _memory(pred: Predictor, k: int) -> Memory:
         kv_tokens_lost=lost,
         sequences_lost=lost / mean_seq,
         mean_sequence_tokens=mean_seq,
-        largest_batch_baseline=pred.b_max,
-        largest_batch_speculative=r.largest_batch(pred.workload, k=k),
+        largest_batch=ArmCaps(baseline=pred.b_max, speculative=r.largest_batch(pred.workload, k=k)),
     )
 
 

@@ -94,19 +94,14 @@ def tail_line(p: Plan) -> str:
 def queue_line(p: Plan) -> str:
     """Where the speculative server runs fewer sequences than the baseline, in one sentence
     ("" where it never does)."""
-    held = [
-        r
-        for r in p.rows
-        if r.batch_speculative is not None
-        and r.batch_baseline is not None
-        and r.batch_speculative < r.batch_baseline
-    ]
-    if not held:
-        return ""
+    held = [(r.concurrency, r.batch) for r in p.rows if r.batch is not None]
     at = "; ".join(
-        f"{r.batch_speculative} against {r.batch_baseline} at concurrency {r.concurrency}"
-        for r in held
+        f"{b.speculative} against {b.baseline} at concurrency {c}"
+        for c, b in held
+        if b.speculative < b.baseline
     )
+    if not at:
+        return ""
     return (
         f"The speculative server (K={p.fixed_k}) runs fewer sequences than the baseline — {at}: "
         "the drafter's KV shares the cache and each sequence holds its draft and lookahead "

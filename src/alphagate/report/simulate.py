@@ -172,11 +172,11 @@ def _crossovers(r: SweepResult) -> RenderableType:
 
 def _caps_note(r: SweepResult) -> Text | None:
     """The largest batch of each arm, where the speculative server's is the smaller."""
-    base = r.largest_batch_baseline
-    spec = dict(zip(r.ks, r.largest_batch_speculative, strict=False))
-    if base is None or all(v >= base for v in spec.values()):
+    caps = dict(zip(r.ks, r.largest_batch, strict=False))
+    if all(c.speculative >= c.baseline for c in caps.values()):
         return None
-    held = ", ".join(f"{v} at K={k}" for k, v in spec.items())
+    base = next(iter(caps.values())).baseline
+    held = ", ".join(f"{c.speculative} at K={k}" for k, c in caps.items())
     return Text(
         f"Largest batch: {base} sequences without speculation, {held} with it (the drafter's "
         "KV shares the cache, and each sequence holds its draft and lookahead slots); above "

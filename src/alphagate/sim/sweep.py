@@ -282,15 +282,10 @@ class SweepResult(Frozen):
     cells: list[SweepCell]
     crossovers: list[Crossover]
     crossover_search_max: int
-    largest_batch_baseline: int | None = Field(
-        default=None,
-        description="the most sequences the server without speculation holds (max_num_seqs, or "
-        "what its KV room fits); None in a file written before it was recorded",
-    )
-    largest_batch_speculative: list[int] = Field(
+    largest_batch: list[ArmCaps] = Field(
         default_factory=list,
-        description="[K of ks]: the same for the speculative server, whose KV room is shared "
-        "with the drafter's and whose sequences hold draft and lookahead slots",
+        description="[K of ks]: the most sequences each server holds, the speculative one at "
+        "that K (empty in a file written before it was recorded)",
     )
     calibration: list[str] = Field(
         default_factory=list,
@@ -474,8 +469,10 @@ def run_sweep(
         cells=cells,
         crossovers=crossovers,
         crossover_search_max=b_max,
-        largest_batch_baseline=b_max,
-        largest_batch_speculative=[resolved.largest_batch(cfg.workload, k=k) for k in cfg.ks],
+        largest_batch=[
+            ArmCaps(baseline=b_max, speculative=resolved.largest_batch(cfg.workload, k=k))
+            for k in cfg.ks
+        ],
         ranges_origin=None if design is None else design.ranges.origin,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Final, Literal, NamedTuple, get_args
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -344,11 +344,16 @@ def speculative_kv_slots(drafter: DrafterConfig, k: int) -> int:
     return k if isinstance(drafter, HOST_DRAFTERS) else 2 * k
 
 
-class ArmCaps(NamedTuple):
-    """The largest batch of each arm of a comparison, in running sequences."""
+class ArmCaps(Frozen):
+    """Running sequences of each arm of a comparison: at most what its KV room holds
+    (:meth:`BatchRoom.largest_batch`), the rest of its requests queue."""
 
-    baseline: int
-    speculative: int
+    baseline: int = Field(ge=1, description="the server without speculation")
+    speculative: int = Field(
+        ge=1,
+        description="the speculative server: its KV room shared with the drafter's, each "
+        "sequence holding its draft and lookahead slots",
+    )
 
 
 @dataclass(frozen=True)
