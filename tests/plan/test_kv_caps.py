@@ -2,7 +2,7 @@
 two H100s with a Llama-3.2-1B draft model and 2,048-token prompts (2,304 tokens a sequence). The
 baseline's KV room holds 88 of them, the speculative server's — beside the draft model's KV, with
 each sequence's 3 drafts and 3 lookahead slots — 79. At concurrency 84 the plan runs each arm at
-its own batch and says so."""
+its own batch and says so, and so do ``simulate`` and its cost card."""
 
 from __future__ import annotations
 
@@ -64,3 +64,12 @@ def test_the_cost_card_says_each_arms_largest_batch_and_why() -> None:
     assert "2,304 tokens here" in fact["effect"] and "lookahead" in fact["effect"]
     text = " ".join(Cli(width=100).run(*args).output.split())
     assert "largest batch in the KV cache (204,609 tokens; 182,579 beside" in text
+
+
+def test_simulate_says_where_the_speculative_server_holds_fewer() -> None:
+    deployment = ARGS[: ARGS.index("--class")]
+    args = ("simulate", *deployment, "--concurrency", "84", "--k", "3", "--alpha", "0.8")
+    d = Cli().json(*args, "--no-breakeven-sim")
+    assert d["largest_batch"] == [{"baseline": 88, "speculative": 79}]
+    text = " ".join(Cli(width=100).run(*args, "--no-breakeven-sim").output.split())
+    assert "Largest batch: 88 sequences without speculation, 79 at K=3 with it" in text
