@@ -126,3 +126,24 @@ def test_an_uncapped_candidate_is_not_seen_as_capped() -> None:
     assert lv.batch_cap == (256, 256)
     assert all(r.kind != "kv_room" for r in lv.remedies)
     assert any(r.kind == "max_batched_tokens" for r in lv.remedies)
+
+
+def test_each_sides_ceiling_is_what_its_kv_room_holds() -> None:
+    """The same capped candidate on a deployment whose KV room holds just that: one A100 left
+    27.5% of its memory keeps 20,900 KV tokens without the draft model and 1,634 beside it, for
+    requests of about 149 tokens (+ 4 drafts and 4 lookahead slots while speculating): 140 and
+    10 — the rule plan and simulate use, and the capacity is still the cause."""
+    dep = DRAFT_MODEL.model_copy(update={"tp": 1, "gpu_memory_utilization": 0.275})
+    r = resolve_deployment(dep)
+    assert (r.kv_capacity_tokens_without_draft, r.kv_capacity_tokens) == (20_900, 1_634)
+    result, records = simulated_ab(
+        Side(0, dep), Side(4, dep, (0.7,), cap=10), Traffic(16, 80, (80, 120), 48, warmup=16),
+        counts=False,
+    )  # fmt: skip
+    (lv,) = explain_bench(
+        result, records, r, source="simulated", config=ExplainConfig(bootstrap=100)
+    ).levels
+    assert lv.batch_cap == (140, 10)
+    assert "what each side's KV room holds" in lv.batch_cap_source
+    ttft = next(x for x in lv.metrics if x.metric == "ttft_p99_ms")
+    assert ttft.factors[0].mechanisms == ["capacity"]

@@ -5,10 +5,12 @@ the same requests with speculation off."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from alphagate.sim.cost import StepCostModel
+from alphagate.sim.cost import StepCostModel, build_cost_model
 from alphagate.sim.run import run_paired, run_scenarios
 from alphagate.sim.workload import ClosedLoop, OpenLoop
+from alphagate.specs import DeploymentConfig, resolve_deployment
 from alphagate.specs.workload import FixedLength
 from tests.sim.conftest import scenario
 
@@ -33,6 +35,26 @@ def test_the_fast_path_and_the_engine_agree_when_nothing_is_random(cost_8b: Step
     engine = run_scenarios(cost_8b, [sc], np.random.default_rng(0), force_engine=True)[0]
     np.testing.assert_allclose(fast.finish_s, engine.finish_s, rtol=1e-12)
     np.testing.assert_allclose(fast.step_dt_s, engine.step_dt_s, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("k", "users", "slots"), [(0, 7, 3), (3, 7, 3), (3, 12, 10), (0, 5, 1)])
+def test_with_more_users_than_slots_the_fast_path_queues_as_the_engine_does(
+    k: int, users: int, slots: int
+) -> None:
+    """α = 1 (or no speculation) and lengths drawn up front: nothing is random, so the fast path's
+    queue — each request into the first slot to free up once it reached the server — takes the
+    engine's steps exactly, and the requests' waits count in their TTFT. (vLLM's default budget
+    of 8,192 tokens prefills every prompt in its first step: the fast path does not contend for
+    a smaller one.)"""
+    cost = build_cost_model(resolve_deployment(DeploymentConfig(model="llama-3.1-8b")))
+    sc = scenario(k, 1.0, ClosedLoop(users=users), 60, max_num_seqs=slots, seed=3)
+    fast = run_scenarios(cost, [sc], np.random.default_rng(0))[0]
+    engine = run_scenarios(cost, [sc], np.random.default_rng(0), force_engine=True)[0]
+    assert int(fast.step_n_running.max()) == slots
+    for name in ("arrival_s", "first_token_s", "finish_s", "step_dt_s"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(engine, name), rtol=1e-12)
+    waited = fast.first_token_s - fast.arrival_s
+    assert waited[users:].min() > fast.step_dt_s.min()  # every later request waited for a slot
 
 
 def test_a_paired_runs_baseline_is_the_same_requests_without_speculation(

@@ -67,10 +67,50 @@ def test_one_rule_for_kv_room_and_the_largest_batch() -> None:
     small = DeploymentConfig(weight_dtype="fp8", max_num_seqs=64)
     r = resolve_deployment(small, wl, 10_000)  # concurrency above max_num_seqs counts as 64
     assert r.tp == 2
-    assert r.largest_batch(wl) == 64
+    assert r.largest_batch(wl, k=0) == r.largest_batch(wl, k=3) == 64
     big = resolve_deployment(DeploymentConfig(weight_dtype="fp8", tp=2), wl, 256)
-    assert big.largest_batch(wl) == min(256, big.kv_capacity_tokens // 768)
+    assert big.largest_batch(wl, k=0) == min(256, big.kv_capacity_tokens_without_draft // 768)
     assert big.kv_capacity_tokens_without_draft > big.kv_capacity_tokens
+
+
+def test_each_arm_holds_its_own_largest_batch() -> None:
+    """The server without speculation has the whole KV room for the target's tokens; the
+    speculative one shares it with a draft model's KV, and each of its sequences holds the K
+    drafts it verifies and K lookahead slots more (vLLM's allocate_slots); n-gram keeps no KV
+    and no lookahead slots, only the K drafts."""
+    wl = WorkloadConfig()  # 512 + 256 tokens per sequence
+    dep = DeploymentConfig(
+        weight_dtype="fp8", tp=2, max_num_seqs=512, drafter=drafter_for("draft_model")
+    )
+    r = resolve_deployment(dep)
+    assert (r.kv_capacity_tokens_without_draft, r.kv_capacity_tokens) == (204_609, 182_579)
+    assert r.largest_batch(wl, k=0) == 266  # 204,609 // 768
+    assert r.largest_batch(wl, k=1) == 237  # 182,579 // (768 + 1 + 1)
+    assert r.largest_batch(wl, k=3) == 235  # 182,579 // (768 + 3 + 3)
+    ngram = resolve_deployment(dep.model_copy(update={"drafter": drafter_for("ngram")}))
+    assert ngram.kv_capacity_tokens == ngram.kv_capacity_tokens_without_draft == 204_609
+    assert ngram.largest_batch(wl, k=3) == 265  # 204,609 // (768 + 3)
+    capped = resolve_deployment(dep.model_copy(update={"max_num_seqs": 200}))
+    assert capped.largest_batch(wl, k=0) == capped.largest_batch(wl, k=3) == 200
+    summary = r.summary()
+    assert (summary.kv_capacity_tokens, summary.kv_capacity_tokens_without_draft) == (
+        182_579,
+        204_609,
+    )
+
+
+def test_a_tp_whose_room_holds_the_load_only_without_the_drafter_is_taken() -> None:
+    """At concurrency 256 of 768-token sequences (196,608 tokens) a draft model's KV leaves two
+    H100s 182,579 tokens: the chosen TP is 4, where both arms hold 256; at a given TP = 2 the
+    baseline holds them all and the speculative server queues 21 (it holds 235 at K = 3). A TP
+    whose room holds the load even without the drafter is still refused."""
+    wl = WorkloadConfig()
+    dep = DeploymentConfig(weight_dtype="fp8", drafter=drafter_for("draft_model"))
+    assert resolve_deployment(dep, wl, 256).tp == 4
+    two = resolve_deployment(dep.model_copy(update={"tp": 2}), wl, 256)
+    assert (two.largest_batch(wl, k=0), two.largest_batch(wl, k=3)) == (256, 235)
+    with pytest.raises(SpecError, match="with room for 393,216 KV tokens"):
+        resolve_deployment(dep.model_copy(update={"tp": 2, "max_num_seqs": 512}), wl, 512)
 
 
 def test_drafter_for_is_the_one_dispatch() -> None:

@@ -105,11 +105,12 @@ def _replications(run, reps: int) -> np.ndarray:  # type: ignore[no-untyped-def,
     return np.array([run(seed) for seed in range(reps)])
 
 
-@pytest.mark.parametrize("users", [1, 4])
+@pytest.mark.parametrize(("users", "slots"), [(1, 256), (4, 256), (6, 3)])
 def test_vectorized_agrees_with_per_token_reference_closed_loop(
-    cost_8b: StepCostModel, users: int
+    cost_8b: StepCostModel, users: int, slots: int
 ) -> None:
-    """Mean E2E and tokens per chunk over independent replications: vectorized vs per-token loop."""
+    """Mean E2E and tokens per chunk over independent replications: vectorized vs per-token loop
+    (6 users on 3 slots: half of them queue)."""
     k, alpha, n, reps = 3, 0.6, 60, 10
 
     def stats_vec(seed: int, fast: bool) -> tuple[float, float, float]:
@@ -120,6 +121,7 @@ def test_vectorized_agrees_with_per_token_reference_closed_loop(
             n,
             seed=seed,
             output=LognormalLength(mean=48, sigma=0.5),
+            max_num_seqs=slots,
         )
         rng = np.random.default_rng(1000 + seed)
         tr = run_closed_loop(cost_8b, sc, rng) if fast else run_engine(cost_8b, sc, rng)
@@ -148,7 +150,7 @@ def test_vectorized_agrees_with_per_token_reference_closed_loop(
             k,
             users=users,
             arrivals=None,
-            max_num_seqs=256,
+            max_num_seqs=slots,
             seed=2000 + seed,
         )
         e2e = np.array(ref.finish) - np.array(ref.arrival)

@@ -37,14 +37,20 @@ def _engine(k: int, room: int) -> TwinEngine:
 
 
 def test_admission_holds_whole_lengths_first_come_first_served() -> None:
-    eng = _engine(k=2, room=100)
-    for prompt in (20, 20, 20, 5):  # each holds prompt + 10 max tokens + 2 lookahead slots
+    eng = _engine(k=2, room=102)
+    # each holds prompt + 10 max tokens + the K = 2 drafts it verifies + vLLM's K lookahead slots
+    for prompt in (20, 20, 20, 5):
         eng.submit(prompt, 10, True, 0, None)
     eng._step_plan()
-    assert eng.n_running == 3 and eng.n_waiting == 1  # 3 × 32 = 96; a fourth of 17 would not fit
+    assert eng.n_running == 3 and eng.n_waiting == 1  # 3 × 34 = 102; a fourth of 19 would not fit
     eng._running.pop()  # one finishes
     eng._step_plan()
     assert eng.n_running == 3 and eng.n_waiting == 0
+    tight = _engine(k=2, room=101)  # the draft and lookahead slots keep the third out
+    for _ in range(3):
+        tight.submit(20, 10, True, 0, None)
+    tight._step_plan()
+    assert tight.n_running == 2 and tight.n_waiting == 1
     free = _engine(k=2, room=10_000)
     for _ in range(5):
         free.submit(20, 10, True, 0, None)

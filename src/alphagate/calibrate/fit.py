@@ -127,7 +127,7 @@ def _scenario(obs: Observation, max_num_seqs: int) -> Scenario:
         obs.k, ClosedLoop(users=obs.concurrency), reqs, unconditional_table((cls,), obs.k),
         max_num_seqs,
     )  # fmt: skip
-    if not fast_path_applies(sc):
+    if obs.concurrency > max_num_seqs or not fast_path_applies(sc):
         raise ConfigError(
             f"{obs.label} ({obs.source}): concurrency {obs.concurrency} is above the server's "
             f"max_num_seqs ({max_num_seqs}); requests queued, so the batch is not known"

@@ -148,8 +148,9 @@ def _explain(
     with deployment_errors():
         resolved = resolve_deployment(dep, wl, top)
     cost = build_cost_model(resolved)
-    batches = powers_of_two(min(top, resolved.largest_batch(wl)))
-    e = explain_cost(cost, batches, ks, wl.mean_context(), cost_ranges(dep, profile))
+    batches = powers_of_two(min(top, resolved.largest_batch(wl, k=0)))
+    ranges = cost_ranges(dep, profile)
+    e = explain_cost(cost, batches, ks, wl.mean_context(), ranges, wl.mean_sequence_tokens())
     show("simulate --explain-cost", e, as_json, _render_explanation)
 
 

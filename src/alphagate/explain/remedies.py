@@ -49,7 +49,11 @@ from alphagate.plan.engine_config import (
 from alphagate.sim.cost import build_cost_model
 from alphagate.sim.predict import best_k_model, crossover_batch_model
 from alphagate.sim.workload import unconditional_table
-from alphagate.specs.deployment import ResolvedDeployment, resolve_deployment
+from alphagate.specs.deployment import (
+    ResolvedDeployment,
+    resolve_deployment,
+    speculative_kv_slots,
+)
 
 __all__ = ["Context", "rank", "remedies"]
 
@@ -185,7 +189,7 @@ def _kv_room(ctx: Context) -> Iterator[_Option]:
     per_token = r.target_footprint.kv_bytes_per_token + (
         r.draft_footprint.kv_bytes_per_token if r.draft_footprint is not None else 0.0
     )
-    longest = ctx.lattice.plan.k + max(
+    longest = speculative_kv_slots(r.config.drafter, ctx.lattice.plan.k) + max(
         (x.prompt_tokens or 0) + (x.output_tokens or 0) for x in ctx.lattice.plan.records
     )
     held = min(base_cap, ctx.load)

@@ -93,12 +93,22 @@ def _cap(plan: LevelReplay, cost: StepCostModel, runs: Runs, k: int, ceiling: in
 
 
 def _caps(
-    plan: LevelReplay, cost: StepCostModel, runs: tuple[Runs, Runs], ceiling: int
+    plan: LevelReplay, cost: StepCostModel, runs: tuple[Runs, Runs], max_num_seqs: int
 ) -> tuple[tuple[int, int], str]:
-    base = _cap(plan, cost, runs[0], 0, ceiling)
-    cand = _cap(plan, cost, runs[1], plan.k, ceiling)
-    if (base, cand) == (ceiling, ceiling):
-        return (base, cand), f"neither side was seen held below --max-num-seqs {ceiling}"
+    """Each side's largest batch: what the data show it held, at most what the deployment holds
+    on these requests (:meth:`~alphagate.sim.cost.StepCostModel.arm_caps`: ``max_num_seqs``, or
+    less where its KV room — the candidate's shared with the drafter — fits fewer)."""
+    ceiling = cost.arm_caps(plan.k, plan.workload.mean_sequence_tokens(), max_num_seqs)
+    base = _cap(plan, cost, runs[0], 0, ceiling.baseline)
+    cand = _cap(plan, cost, runs[1], plan.k, ceiling.speculative)
+    held = (ceiling.baseline, ceiling.speculative)
+    if (base, cand) == held == (max_num_seqs, max_num_seqs):
+        return (base, cand), f"neither side was seen held below --max-num-seqs {max_num_seqs}"
+    if (base, cand) == held:
+        return (base, cand), (
+            f"what each side's KV room holds on these requests ({ceiling.baseline} without "
+            f"the drafter, {ceiling.speculative} with it); neither was seen held below it"
+        )
     return (base, cand), (
         "the most requests seen streaming at once, where a queue of that size reproduces the "
         "measured TTFT"
@@ -186,8 +196,7 @@ def _level(
         return None
     plan = level_replay(cand_level, cand_runs, metrics)
     cost = build_cost_model(resolved)
-    ceiling = resolved.config.max_num_seqs
-    caps, cap_source = _caps(plan, cost, (base_runs, cand_runs), ceiling)
+    caps, cap_source = _caps(plan, cost, (base_runs, cand_runs), resolved.config.max_num_seqs)
     rng = np.random.default_rng(cfg.seed)
     counts = resamples(measured(plan.records), cfg.bootstrap, rng)
     base_records = [r for rs in base_runs.values() for r in rs]

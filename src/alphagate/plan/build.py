@@ -63,6 +63,7 @@ from alphagate.plan.runbook import (
 from alphagate.plan.trees import plan_trees, tree_policy_text
 from alphagate.sim.predict import MIN_GAIN, model_speedup
 from alphagate.sim.uncertainty import CostDesign
+from alphagate.specs.deployment import ArmCaps
 
 __all__ = ["FIXED_RULE", "GATE_MARGIN", "build_plan"]
 
@@ -276,6 +277,9 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
                 itl_p99_ratio_interval=p99,
                 alpha_breakeven_interval=pred.breakeven_interval(k, c),
                 best_k_range=pred.best_k_range(blend, c),
+                batch=ArmCaps(
+                    baseline=pred.arm_batch(c, 0), speculative=pred.arm_batch(c, policy.fixed_k)
+                ),
             )
         )
     return rows
@@ -831,7 +835,7 @@ def _plan_record(
         blend_crossover_concurrency=pred.crossover(blend, policy.fixed_k),
         blend_crossover_interval=pred.crossover_interval(blend, policy.fixed_k),
         crossover_search_max=pred.b_max,
-        memory=_memory(pred),
+        memory=_memory(pred, policy.fixed_k),
         speculative_config=engine.speculative_config,
         speculative_config_static=engine.speculative_config_static,
         dynamic_k_supported=policy.dynamic,
@@ -902,7 +906,7 @@ def _speed(pred: Predictor, c: int, classes: list[ClassRow], k: int) -> float:
     return pred.sim_speedup(c, blend, k)
 
 
-def _memory(pred: Predictor) -> Memory:
+def _memory(pred: Predictor, k: int) -> Memory:
     r = pred.resolved
     d = r.draft_footprint
     lost = max(0, r.kv_capacity_tokens_without_draft - r.kv_capacity_tokens)
@@ -918,6 +922,7 @@ def _memory(pred: Predictor) -> Memory:
         kv_tokens_lost=lost,
         sequences_lost=lost / mean_seq,
         mean_sequence_tokens=mean_seq,
+        largest_batch=ArmCaps(baseline=pred.b_max, speculative=r.largest_batch(pred.workload, k=k)),
     )
 
 

@@ -94,7 +94,8 @@ class Predictor:
             req.deployment, req.workload, req.peak
         )
         self.cost: StepCostModel = build_cost_model(self.resolved)
-        self.b_max = self.resolved.largest_batch(req.workload)
+        #: the most sequences the server without speculation holds: the crossover search's end
+        self.b_max = self.resolved.largest_batch(req.workload, k=0)
         self.ranges: CostRanges = cost_ranges(req.deployment, req.calibration)
         if not req.ranges:
             self.ranges = self.ranges.held()
@@ -108,8 +109,14 @@ class Predictor:
         self.suffix_cap = None if self.lengths is None else int(self.lengths.size - 1)
 
     def batch(self, concurrency: int) -> float:
-        """The steady batch at a concurrency: capped by what the deployment holds."""
-        return float(min(concurrency, self.b_max))
+        """The baseline's steady batch at a concurrency: capped by what it holds (the closed
+        form caps the speculative arm's on its own, :meth:`StepCostModel.arm_batch`)."""
+        return float(self.arm_batch(concurrency, 0))
+
+    def arm_batch(self, concurrency: int, k: int) -> int:
+        """The batch one arm runs at a concurrency — K = 0 the server without speculation, else
+        the speculative one at K — capped by what its KV room holds; the other users queue."""
+        return min(concurrency, self.resolved.largest_batch(self.workload, k=k))
 
     # ---------------------------------------------------------------- paired simulations
     def _requests_for(self, users: int) -> RequestSet:
@@ -130,7 +137,8 @@ class Predictor:
         cost: StepCostModel | None = None,
     ) -> PairedRun:
         """K drafts vs no speculation on the same requests, ``users`` closed-loop users (with
-        ``cost``: priced by that model, on the same requests and random numbers)."""
+        ``cost``: priced by that model, on the same requests and random numbers); each arm holds
+        its own largest batch."""
         key = (users, classes, k, None if cost is None else cost.coefficients)
         if key not in self._paired:
             base = self._requests_for(users)
@@ -140,11 +148,14 @@ class Predictor:
                 ClosedLoop(users=users),
                 base.with_classes(cls),
                 unconditional_table(classes, k),
-                self.req.deployment.max_num_seqs,
+                self.resolved.largest_batch(self.workload, k=k),
                 draft_steps=draft_steps_table(classes, k),
             )
             self._paired[key] = run_paired(
-                cost or self.cost, sc, np.random.default_rng([self.req.seed, users, k])
+                cost or self.cost,
+                sc,
+                np.random.default_rng([self.req.seed, users, k]),
+                baseline_max_num_seqs=self.b_max,
             )
         return self._paired[key]
 

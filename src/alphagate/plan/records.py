@@ -17,7 +17,7 @@ from alphagate.core.records import Frozen, Interval, Results
 from alphagate.core.secrets import redact, strip_credentials
 from alphagate.plan.reasons import PlanReasons, Settle
 from alphagate.specs.calibration import CalibrationProfile
-from alphagate.specs.deployment import DeploymentConfig, DeploymentSummary
+from alphagate.specs.deployment import ArmCaps, DeploymentConfig, DeploymentSummary
 from alphagate.specs.tree import TreeShape
 from alphagate.specs.uncertainty import ConstantRange
 from alphagate.specs.workload import WorkloadConfig
@@ -324,6 +324,11 @@ class LoadRow(Frozen):
     best_k_range: tuple[int, int] | None = Field(
         default=None, description="the model's best K at the two ends of the ranges"
     )
+    batch: ArmCaps | None = Field(
+        default=None,
+        description="running sequences of each server here (the speculative one at the fixed "
+        "K): the concurrency, or the most its KV room holds (None: a plan written before)",
+    )
 
 
 class Uncertainty(Frozen):
@@ -376,6 +381,11 @@ class Memory(Frozen):
     kv_tokens_lost: int
     sequences_lost: float = Field(description="KV tokens lost ÷ mean sequence tokens")
     mean_sequence_tokens: float
+    largest_batch: ArmCaps | None = Field(
+        default=None,
+        description="the most sequences each server holds (the speculative one at the fixed K): "
+        "max_num_seqs, or what its KV room fits (None: a plan written before)",
+    )
 
 
 class Stage(Frozen):

@@ -61,6 +61,7 @@ def _env() -> jinja2.Environment:
         capitalize_first=lambda t: t[:1].upper() + t[1:],
     )
     env.globals["tail_line"] = tail_line
+    env.globals["queue_line"] = queue_line
     env.globals["uncertainty_line"] = uncertainty_line
     return env
 
@@ -87,6 +88,24 @@ def tail_line(p: Plan) -> str:
         f"P99 ITL per token at concurrency {t.concurrency} (K={t.k}, {pool}) "
         f"{t.off_ms:.1f} → {t.on_ms:.1f} ms ({t.ratio:.2f}×), {f'{verdict} ' if verdict else ''}"
         f"{bound}{action}"
+    )
+
+
+def queue_line(p: Plan) -> str:
+    """Where the speculative server runs fewer sequences than the baseline, in one sentence
+    ("" where it never does)."""
+    held = [(r.concurrency, r.batch) for r in p.rows if r.batch is not None]
+    at = "; ".join(
+        f"{b.speculative} against {b.baseline} at concurrency {c}"
+        for c, b in held
+        if b.speculative < b.baseline
+    )
+    if not at:
+        return ""
+    return (
+        f"The speculative server (K={p.fixed_k}) runs fewer sequences than the baseline — {at}: "
+        "the drafter's KV shares the cache and each sequence holds its draft and lookahead "
+        "slots, so its other users queue."
     )
 
 
@@ -265,7 +284,10 @@ def render_plan_console(p: Plan) -> RenderableType:
         )
     if p.p99 is not None:
         parts.append(Text.assemble(("Tail: ", "bold"), tail_line(p)))
-    parts += [_rows_table(p), _classes_table(p), *_tree_table(p)]
+    parts.append(_rows_table(p))
+    if queue_line(p):
+        parts.append(Text(queue_line(p), style="dim"))
+    parts += [_classes_table(p), *_tree_table(p)]
     stage1 = next((s for s in p.stages if s.number == 1), None)
     if stage1 is not None:
         parts.append(Text(f"Stage 1 — {stage1.title}: {stage1.goal}", style="bold"))

@@ -170,6 +170,21 @@ def _crossovers(r: SweepResult) -> RenderableType:
     return cx
 
 
+def _caps_note(r: SweepResult) -> Text | None:
+    """The largest batch of each arm, where the speculative server's is the smaller."""
+    caps = dict(zip(r.ks, r.largest_batch, strict=False))
+    if all(c.speculative >= c.baseline for c in caps.values()):
+        return None
+    base = next(iter(caps.values())).baseline
+    held = ", ".join(f"{c.speculative} at K={k}" for k, c in caps.items())
+    return Text(
+        f"Largest batch: {base} sequences without speculation, {held} with it (the drafter's "
+        "KV shares the cache, and each sequence holds its draft and lookahead slots); above "
+        "it the speculative server's requests queue.",
+        style="dim",
+    )
+
+
 def render_sweep(r: SweepResult) -> RenderableType:
     kind = r.rows[0].load_kind if r.rows else "concurrency"
     parts: list[RenderableType] = [
@@ -181,6 +196,9 @@ def render_sweep(r: SweepResult) -> RenderableType:
     ]
     if r.crossovers:
         parts.append(_crossovers(r))
+    caps = _caps_note(r)
+    if caps is not None:
+        parts.append(caps)
     parts.append(
         Text(
             f"{LOSS} (red) = net loss, or a P99 worse than without speculation."

@@ -6,6 +6,8 @@ engine steps rather than seconds — each user's timeline then depends only on i
 acceptance draws: a request admitted at step s0 prefills for ⌈prompt / max_num_batched_tokens⌉
 steps, emits its first token at the end of its last prefill step, then emits 1..K+1 tokens per
 decode step until its output is complete, and the user's next request is admitted the step after.
+With more users than slots the requests queue: each is admitted into the first slot to free up,
+once it has reached the server (:func:`_queued_timeline`), and its TTFT counts the wait.
 
 So the simulator lays out every request's steps (each request goes to the user that frees up
 first, as a closed-loop client hands out prompts), and only then
@@ -18,6 +20,7 @@ contention and batch-size policies; ``tests/statistical`` checks the two against
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -44,20 +47,21 @@ __all__ = ["StepPlan", "fast_path_applies", "plan_steps", "run_closed_loop"]
 
 def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
     """True when the step-space simulator is exact in distribution for this scenario (with
-    ``cost``: also when every user's sequence fits one step's token budget at its K, so that no
-    decode waits for the budget — :func:`alphagate.sim.kernel.decode_capacity`)."""
+    ``cost``: also when every running sequence fits one step's token budget at its K, so that
+    no decode waits for the budget — :func:`alphagate.sim.kernel.decode_capacity`)."""
     arr = sc.arrivals
+    if not isinstance(arr, ClosedLoop):
+        return False
+    batch = min(arr.users, sc.max_num_seqs)
     return (
         sc.draft_steps is None  # drafts of variable length: the step engine
-        and isinstance(arr, ClosedLoop)
         and arr.think_time_s == 0.0
-        and arr.users <= sc.max_num_seqs
-        and (sc.disable_above_batch is None or sc.disable_above_batch >= arr.users)
+        and (sc.disable_above_batch is None or sc.disable_above_batch >= batch)
         and sc.k_by_batch is None
         and not sc.prefill_apart
         and (
             cost is None
-            or arr.users <= decode_capacity(cost.max_num_batched_tokens, sc.k, cost.draft_slots)
+            or batch <= decode_capacity(cost.max_num_batched_tokens, sc.k, cost.draft_slots)
         )
     )
 
@@ -112,19 +116,21 @@ def _decode_plan(
 
 @dataclass(frozen=True)
 class _Timeline:
-    """Every request's place in step space: admitted at ``start``, first token at ``first``."""
+    """Every request's place in step space: admitted at ``start``, first token at ``first``;
+    ``sent``: the step during which it reached the server (the first ones: step 0)."""
 
     start: IntArray
     first: IntArray
     finish: IntArray
     n_dec: IntArray
     steps: int
-    gap: int  # steps between a user's request finishing and its next one being admitted
+    sent: IntArray
 
-    @property
-    def sent(self) -> IntArray:
-        """The step during which each request reached the server (its first: step 0)."""
-        return np.where(self.start > 0, self.start - self.gap, 0)
+    @classmethod
+    def of(cls, start: IntArray, sent: IntArray, n_pre: IntArray, n_dec: IntArray) -> _Timeline:
+        first = start + n_pre - 1
+        finish = first + n_dec
+        return cls(start, first, finish, n_dec, int(finish.max()) + 1, sent)
 
 
 @dataclass(frozen=True)
@@ -165,9 +171,35 @@ def _timeline(req: RequestSet, users: int, n_pre: IntArray, n_dec: IntArray) -> 
         free = np.sort(np.concatenate((free[v:], added[:v])))
         i += v
     start_a = start // users
-    first = start_a + n_pre - 1
-    finish = first + n_dec
-    return _Timeline(start_a, first, finish, n_dec, int(finish.max()) + 1, gap)
+    return _Timeline.of(start_a, np.where(start_a > 0, start_a - gap, 0), n_pre, n_dec)
+
+
+def _queued_timeline(
+    req: RequestSet, users: int, slots: int, n_pre: IntArray, n_dec: IntArray
+) -> _Timeline:
+    """More users than slots: the first ``users`` requests reach the server at step 0, and each
+    later one the step after the request it follows finishes (its user's previous one: the
+    completions in order). A request is admitted, in order, into the first slot to free up (the
+    step after its occupant finishes) once it is ready — it reached the server before the step
+    began, as the step engine admits it; while requests wait, the engine never idles.
+
+    One heap operation per request: each admission depends on the completions before it.
+    """
+    dur = (n_pre + n_dec).astype(np.int64)
+    start = np.empty(req.n, dtype=np.int64)
+    sent = np.zeros(req.n, dtype=np.int64)
+    free = [0] * slots  # the step from which each slot can take a request
+    done: list[int] = []  # finish steps of the requests whose users have not sent again
+    for j in range(req.n):
+        ready = 0
+        if j >= users:
+            sent[j] = heapq.heappop(done) + 1
+            ready = int(sent[j]) + 1
+        start[j] = max(heapq.heappop(free), ready)
+        finish = int(start[j] + dur[j] - 1)
+        heapq.heappush(free, finish + 1)
+        heapq.heappush(done, finish)
+    return _Timeline.of(start, sent, n_pre, n_dec)
 
 
 def _speculative_batches(req: RequestSet, t: _Timeline, plan: _DecodeSteps, width: int) -> _Batches:
@@ -262,7 +294,13 @@ def plan_steps(sc: Scenario, max_num_batched_tokens: int, rng: np.random.Generat
     n_dec = np.bincount(plan.request, minlength=req.n) if plan is not None else need
     # 2. each user's timeline, then the batch composition of every step
     p_req, p_chunk, p_ctx, p_tok = prefill_chunks(req.prompt_len, max_num_batched_tokens)
-    t = _timeline(req, sc.arrivals.users, np.bincount(p_req, minlength=req.n), n_dec)
+    n_pre = np.bincount(p_req, minlength=req.n)
+    users = sc.arrivals.users
+    t = (
+        _timeline(req, users, n_pre, n_dec)
+        if users <= sc.max_num_seqs
+        else _queued_timeline(req, users, sc.max_num_seqs, n_pre, n_dec)
+    )
     m = t.steps
     b = (
         _speculative_batches(req, t, plan, width)
@@ -303,7 +341,7 @@ def run_closed_loop(
     chunks = (b.chunks or _plain_chunks(t)) if record_chunks else (np.zeros(0, dtype=np.int64),) * 3
     return RunTrace(
         scenario=sc,
-        arrival_s=np.where(t.start > 0, end[np.maximum(t.sent - 1, 0)], 0.0),
+        arrival_s=np.where(t.sent > 0, end[np.maximum(t.sent - 1, 0)], 0.0),
         first_token_s=end[t.first],
         finish_s=end[t.finish],
         n_chunks=t.n_dec + 1,

@@ -71,6 +71,8 @@ import numpy.typing as npt
 from alphagate.core.shapes import TransformerShape
 from alphagate.specs.deployment import (
     HOST_DRAFTERS,
+    ArmCaps,
+    BatchRoom,
     DraftModelDrafter,
     Eagle3Drafter,
     NgramDrafter,
@@ -520,6 +522,9 @@ class StepCostModel:
     #: rows per decoding sequence in each draft forward after the first: SGLang's EAGLE draft
     #: phase runs every one of the top-k nodes it keeps (1: a chain)
     draft_rows: int = 1
+    #: what caps each arm's running batch (``max_num_seqs``, the KV room without and with the
+    #: drafter); None: nothing (a model built without a deployment)
+    batch_room: BatchRoom | None = None
 
     @cached_property
     def capture(self) -> IntArray:
@@ -559,6 +564,22 @@ class StepCostModel:
 
     def with_coefficients(self, coefficients: Coefficients) -> StepCostModel:
         return replace(self, coefficients=coefficients)
+
+    def arm_batch(self, batch: float, k: int, sequence_tokens: float) -> float:
+        """Running sequences of one arm (K = 0: the server without speculation) when ``batch``
+        are offered, sequences of ``sequence_tokens`` each: at most what the arm holds
+        (:meth:`~alphagate.specs.deployment.BatchRoom.largest_batch`); the rest queue."""
+        if self.batch_room is None:
+            return batch
+        return min(batch, float(self.batch_room.largest_batch(sequence_tokens, k)))
+
+    def arm_caps(self, k: int, sequence_tokens: float, ceiling: int) -> ArmCaps:
+        """Both arms' largest batches (:meth:`arm_batch`), the speculative one at K drafts, at
+        most ``ceiling`` (a scenario's ``max_num_seqs``)."""
+        return ArmCaps(
+            baseline=int(self.arm_batch(ceiling, 0, sequence_tokens)),
+            speculative=int(self.arm_batch(ceiling, k, sequence_tokens)),
+        )
 
     def _pad(self, tokens: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Tokens after CUDA-graph padding, and whether the step fits a captured graph."""
@@ -1030,4 +1051,5 @@ def build_cost_model(resolved: ResolvedDeployment) -> StepCostModel:
         description=resolved.describe(),
         draft_slots=1 if isinstance(cfg.drafter, DraftModelDrafter) else 0,
         sync_arms=(not base_async, not spec_async),
+        batch_room=resolved.batch_room,
     )

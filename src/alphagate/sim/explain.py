@@ -21,6 +21,7 @@ from pydantic import Field
 from alphagate.core.records import Frozen
 from alphagate.sim.cost import COEFFICIENTS, TERMS, StepCostModel
 from alphagate.sim.kernel import decode_capacity
+from alphagate.specs.deployment import BatchRoom
 from alphagate.specs.uncertainty import ConstantRange, CostRanges
 
 __all__ = [
@@ -102,9 +103,27 @@ class EngineFact(Frozen):
     source: str
 
 
-def engine_facts(cost: StepCostModel, ks: list[int]) -> list[EngineFact]:
-    """The token budget's cap on the decoding batch, async scheduling, and the largest batch a
-    CUDA graph holds, at each K (K = 0: without speculation, first)."""
+def _kv_fact(room: BatchRoom, grid: list[int], sequence_tokens: float) -> EngineFact:
+    """The largest batch each arm's KV room holds, per K."""
+    return EngineFact(
+        name=f"largest batch in the KV cache ({room.kv_tokens_baseline:,} tokens; "
+        f"{room.kv_tokens_speculative:,} beside the drafter's KV)",
+        by_k=[room.largest_batch(sequence_tokens, k) for k in grid],
+        effect=f"each running sequence holds its whole length ({sequence_tokens:,.0f} tokens "
+        f"here), at most max_num_seqs ({room.max_num_seqs}) of them; while speculating also its "
+        "K drafts and (EAGLE, MTP, draft model) K lookahead slots, so the speculative server "
+        "holds fewer and the rest of its requests queue (simulator and closed form)",
+        source="vllm/v1/core/sched/scheduler.py (allocate_slots, num_lookahead_tokens); "
+        "vllm/config/vllm.py; vllm/v1/worker/gpu_model_runner.py (get_kv_cache_spec)",
+    )
+
+
+def engine_facts(
+    cost: StepCostModel, ks: list[int], sequence_tokens: float | None = None
+) -> list[EngineFact]:
+    """The token budget's cap on the decoding batch, async scheduling, the largest batch a
+    CUDA graph holds, and (given the mean tokens of a sequence) the largest batch each KV room
+    holds, at each K (K = 0: without speculation, first)."""
     grid = [0, *ks]
     slots = cost.draft_slots
     off_sync, on_sync = cost.sync_arms
@@ -137,6 +156,8 @@ def engine_facts(cost: StepCostModel, ks: list[int]) -> list[EngineFact]:
                 source="vllm/config/vllm.py, cudagraph_capture_sizes",
             )
         )
+    if cost.batch_room is not None and sequence_tokens is not None:
+        facts.append(_kv_fact(cost.batch_room, grid, sequence_tokens))
     return facts
 
 
@@ -168,9 +189,11 @@ def explain_cost(
     ks: list[int],
     mean_context: float,
     ranges: CostRanges | None = None,
+    sequence_tokens: float | None = None,
 ) -> CostExplanation:
     """v, c and each term's contribution on a grid of batch sizes and K (and the ranges of the
-    uncertain constants, when given)."""
+    uncertain constants, and each arm's largest batch at ``sequence_tokens`` per sequence, when
+    given)."""
     b = np.asarray(batches, dtype=np.float64)[:, None]  # [B, 1]
     k = np.asarray(ks, dtype=np.float64)[None, :]  # [1, K]
     w = cost.coefficients.term_weights()
@@ -205,5 +228,5 @@ def explain_cost(
         terms=rows,
         ranges=[] if ranges is None else list(ranges.varying()),
         ranges_origin="prior" if ranges is None else ranges.origin,
-        engine=engine_facts(cost, list(ks)),
+        engine=engine_facts(cost, list(ks), sequence_tokens),
     )

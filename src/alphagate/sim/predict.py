@@ -80,7 +80,10 @@ def model_speedup(
     long it stays (share / E_i), so tokens per sequence per step is the harmonic blend of the E_i.
     K = 0 gives exactly 1. A step carries at most :func:`~alphagate.sim.kernel.decode_capacity`
     decoding sequences (K + 1 tokens each within ``max_num_batched_tokens``); beyond it the rest
-    of the batch waits a step, so each side decodes the smaller of the two.
+    of the batch waits a step, so each side decodes the smaller of the two. Each side runs at
+    most the batch its KV room holds (:meth:`~alphagate.sim.cost.StepCostModel.arm_batch`: the
+    speculative server's is shared with the drafter's KV); the sequences beyond it queue, so
+    ``batch`` is the load offered and each side's throughput is that of its own batch.
     """
     if k == 0:
         return 1.0
@@ -100,23 +103,28 @@ def model_speedup(
         drafted = float((steps * per_cls).sum() / steps.sum())
     e = 1.0 / float((shares / shares.sum() / e_cls).sum())
 
-    def tokens_per_s(drafts: float, tokens_per_seq: float, proposing: bool = False) -> float:
+    seq_tokens = workload.mean_sequence_tokens()
+
+    def tokens_per_s(
+        arm_k: int, drafts: float, tokens_per_seq: float, proposing: bool = False
+    ) -> float:
+        running = cost.arm_batch(batch, arm_k, seq_tokens)
         budget = decode_capacity(cost.max_num_batched_tokens, math.ceil(drafts), cost.draft_slots)
-        n = min(batch, float(budget))
+        n = min(running, float(budget))
         # requests finishing (and so prefilling) per step ~ Poisson(n · E / L̄_out); the step
         # time is convex in the tokens it carries, so average over the count, not the mean count
         j, pmf = _poisson_pmf(n * tokens_per_seq / l_out)
         pre = j * l_in
         t = cost.step_time(
             k=drafts, n_decode=n, ctx_decode=n * ctx, prefill_tokens=pre, prefill_ctx=0.0,
-            prefill_pairs=pre * 0.5 * l_in, n_running=batch, proposing=proposing,
+            prefill_pairs=pre * 0.5 * l_in, n_running=running, proposing=proposing,
         )  # fmt: skip
         return n * tokens_per_seq / float((pmf * t).sum() / pmf.sum())
 
     key = ("decode tokens/s", batch, l_in, l_out, ctx)
     if key not in cost.memo:
-        cost.memo[key] = tokens_per_s(0, 1.0)
-    return tokens_per_s(drafted, e, table is not None) / cost.memo[key]
+        cost.memo[key] = tokens_per_s(0, 0, 1.0)
+    return tokens_per_s(k, drafted, e, table is not None) / cost.memo[key]
 
 
 def breakeven_alpha_model(

@@ -51,15 +51,22 @@ def run_paired(
     scenario: Scenario,
     rng: np.random.Generator,
     *,
+    baseline_max_num_seqs: int | None = None,
     record_chunks: bool = False,
 ) -> PairedRun:
-    """Run ``scenario`` and the same scenario with K = 0 (same requests, arrivals, lengths)."""
+    """Run ``scenario`` and the same scenario with K = 0 (same requests, arrivals, lengths).
+
+    Each arm holds its own largest batch: ``scenario.max_num_seqs`` the speculative server's,
+    ``baseline_max_num_seqs`` the baseline's (None: the same), which holds more sequences where
+    the drafter's KV takes room from the speculative one
+    (:meth:`~alphagate.sim.cost.StepCostModel.arm_caps`).
+    """
     base_sc = Scenario(
         k=0,
         arrivals=scenario.arrivals,
         requests=scenario.requests,
         unconditional=scenario.unconditional,
-        max_num_seqs=scenario.max_num_seqs,
+        max_num_seqs=baseline_max_num_seqs or scenario.max_num_seqs,
         label=f"{scenario.label} baseline".strip(),
     )
     spec_t, base_t = run_scenarios(cost, [scenario, base_sc], rng, record_chunks=record_chunks)

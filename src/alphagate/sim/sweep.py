@@ -43,6 +43,7 @@ from alphagate.sim.workload import (
 )
 from alphagate.specs.calibration import CalibrationProfile
 from alphagate.specs.deployment import (
+    ArmCaps,
     DeploymentConfig,
     DeploymentSummary,
     ResolvedDeployment,
@@ -84,14 +85,15 @@ def _paired_speedup(
     k: int,
     users: int,
     requests: RequestSet,
-    max_num_seqs: int,
+    caps: ArmCaps,
     seed: int,
 ) -> float:
     sc = Scenario(
-        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), max_num_seqs,
+        k, ClosedLoop(users=users), requests, unconditional_table(classes, k), caps.speculative,
         draft_steps=draft_steps_table(classes, k),
     )  # fmt: skip
-    s = run_paired(cost, sc, np.random.default_rng(seed)).speedup.throughput_speedup
+    run = run_paired(cost, sc, np.random.default_rng(seed), baseline_max_num_seqs=caps.baseline)
+    s = run.speedup.throughput_speedup
     return float("nan") if s is None else s
 
 
@@ -113,12 +115,14 @@ def breakeven_alpha_sim(
     lengths: FloatArray | None = None,
 ) -> float | None:
     """α where the paired simulated throughput speedup reaches 1 (bisection, common random
-    numbers; ``lengths``: drafts of those lengths, :func:`~alphagate.sim.predict.single_class`)."""
+    numbers; ``lengths``: drafts of those lengths, :func:`~alphagate.sim.predict.single_class`;
+    each arm holds its own largest batch, at most ``max_num_seqs``)."""
     reqs = _one_class_requests(workload, users, num_requests or default_num_requests(users), seed)
+    caps = cost.arm_caps(k, workload.mean_sequence_tokens(), max_num_seqs)
 
     def pays(alpha: float) -> bool:
         one = single_class(alpha, lengths)
-        s = _paired_speedup(cost, one, k, users, reqs, max_num_seqs, seed + 1)
+        s = _paired_speedup(cost, one, k, users, reqs, caps, seed + 1)
         return s >= 1.0
 
     if pays(0.0):
@@ -137,11 +141,13 @@ def crossover_concurrency_sim(
     c_max: int = 1024,
     seed: int = 0,
 ) -> int | None:
-    """Smallest concurrency at which the simulated speedup drops below 1 (integer bisection)."""
+    """Smallest concurrency at which the simulated speedup drops below 1 (integer bisection;
+    each arm holds its own largest batch, at most ``c_max``)."""
+    caps = cost.arm_caps(k, workload.mean_sequence_tokens(), c_max)
 
     def loses(users: int) -> bool:
         reqs = _one_class_requests(workload, users, default_num_requests(users), seed)
-        s = _paired_speedup(cost, single_class(alpha), k, users, reqs, c_max, seed + 1)
+        s = _paired_speedup(cost, single_class(alpha), k, users, reqs, caps, seed + 1)
         return s < 1.0
 
     if loses(1):
@@ -276,6 +282,11 @@ class SweepResult(Frozen):
     cells: list[SweepCell]
     crossovers: list[Crossover]
     crossover_search_max: int
+    largest_batch: list[ArmCaps] = Field(
+        default_factory=list,
+        description="[K of ks]: the most sequences each server holds, the speculative one at "
+        "that K (empty in a file written before it was recorded)",
+    )
     calibration: list[str] = Field(
         default_factory=list,
         description="with a calibration profile: what it was fitted on, and the loads it "
@@ -301,9 +312,10 @@ class SweepResult(Frozen):
 
 
 def _load_scenarios(
-    cfg: SweepConfig, li: int, load: float
+    cfg: SweepConfig, cost: StepCostModel, li: int, load: float
 ) -> tuple[list[Scenario], list[tuple[int, str, float | None]]]:
-    """The baseline and every (K, mix) scenario at one load, all on the same requests."""
+    """The baseline and every (K, mix) scenario at one load, all on the same requests, each
+    holding its own largest batch (:meth:`~alphagate.sim.cost.StepCostModel.arm_caps`)."""
     closed = cfg.rates is None
     arrivals: ClosedLoop | OpenLoop = (
         ClosedLoop(users=int(load), think_time_s=cfg.think_time_s)
@@ -312,10 +324,12 @@ def _load_scenarios(
     )
     n = cfg.num_requests or (default_num_requests(int(load)) if closed else 1000)
     base_req = sample_requests(cfg.workload, n, arrivals, np.random.default_rng([cfg.seed, li]))
+    seq_tokens = cfg.workload.mean_sequence_tokens()
     max_seqs = cfg.deployment.max_num_seqs
+    base_cap = cost.arm_caps(0, seq_tokens, max_seqs).baseline
     mixes = cfg.mixes()
     scenarios = [
-        Scenario(0, arrivals, base_req, unconditional_table(mixes[0][2], 0), max_seqs, None, "base")
+        Scenario(0, arrivals, base_req, unconditional_table(mixes[0][2], 0), base_cap, None, "base")
     ]
     keys: list[tuple[int, str, float | None]] = []
     for mi, (label, alpha, classes) in enumerate(mixes):
@@ -328,7 +342,7 @@ def _load_scenarios(
                     arrivals,
                     req,
                     unconditional_table(classes, k),
-                    max_seqs,
+                    cost.arm_caps(k, seq_tokens, max_seqs).speculative,
                     cfg.disable_above_batch,
                     f"{label} K={k}",
                     draft_steps_table(classes, k),
@@ -338,10 +352,13 @@ def _load_scenarios(
     return scenarios, keys
 
 
-def _steady_batch(cfg: SweepConfig, load: float, base: SimSummary) -> float:
-    """The concurrency (closed loop, capped by max_num_seqs) or the baseline's mean batch."""
+def _steady_batch(cfg: SweepConfig, cost: StepCostModel, load: float, base: SimSummary) -> float:
+    """The baseline's batch: the concurrency (closed loop, capped by the most it holds) or its
+    mean batch (the closed form caps the speculative arm's on its own)."""
     if cfg.rates is None:
-        return float(min(int(load), cfg.deployment.max_num_seqs))
+        seq_tokens = cfg.workload.mean_sequence_tokens()
+        cap = cost.arm_caps(0, seq_tokens, cfg.deployment.max_num_seqs).baseline
+        return float(min(int(load), cap))
     return max(base.mean_batch, 1.0)
 
 
@@ -357,7 +374,7 @@ def _load_row(
     wl = cfg.workload
     mean_ctx = wl.mean_context()
     max_seqs = cfg.deployment.max_num_seqs
-    batch = _steady_batch(cfg, load, base)
+    batch = _steady_batch(cfg, cost, load, base)
     lengths = pooled_lengths(wl.classes)  # drafts of variable length: α at their lengths
     by_k = []
     for k in cfg.ks:
@@ -410,10 +427,10 @@ def run_sweep(
     rows: list[LoadRow] = []
     cells: list[SweepCell] = []
     for li, load in enumerate(loads):
-        scenarios, keys = _load_scenarios(cfg, li, load)
+        scenarios, keys = _load_scenarios(cfg, cost, li, load)
         traces = run_scenarios(cost, scenarios, np.random.default_rng([cfg.seed, li, 999]))
         base = summarize(traces[0])
-        batch = _steady_batch(cfg, load, base)
+        batch = _steady_batch(cfg, cost, load, base)
         for (k, label, alpha), tr in zip(keys, traces[1:], strict=True):
             spec = summarize(tr)
             sp = speedups(spec, base)
@@ -431,7 +448,7 @@ def run_sweep(
                 )
             )  # fmt: skip
         rows.append(_load_row(cfg, cost, load, base, scenarios[0].requests.n, design))
-    b_max = resolved.largest_batch(cfg.workload)
+    b_max = resolved.largest_batch(cfg.workload, k=0)  # above it both arms queue
     crossovers = []
     for label, alpha, classes in cfg.mixes():
         for k in cfg.ks:
@@ -452,6 +469,10 @@ def run_sweep(
         cells=cells,
         crossovers=crossovers,
         crossover_search_max=b_max,
+        largest_batch=[
+            ArmCaps(baseline=b_max, speculative=resolved.largest_batch(cfg.workload, k=k))
+            for k in cfg.ks
+        ],
         ranges_origin=None if design is None else design.ranges.origin,
     )
 

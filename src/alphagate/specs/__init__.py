@@ -4,6 +4,8 @@ from alphagate.specs.deployment import (
     KV_DTYPES,
     METHODS,
     WEIGHT_DTYPES,
+    ArmCaps,
+    BatchRoom,
     DeploymentConfig,
     DrafterConfig,
     DraftModelDrafter,
@@ -20,6 +22,7 @@ from alphagate.specs.deployment import (
     drafter_for,
     kv_tokens_needed,
     resolve_deployment,
+    speculative_kv_slots,
 )
 from alphagate.specs.gpus import GPU_PRESETS, GpuSpec, gpu_preset_names, load_gpu_spec, resolve_gpu
 from alphagate.specs.models import (
@@ -46,6 +49,8 @@ __all__ = [
     "METHODS",
     "MODEL_PRESETS",
     "WEIGHT_DTYPES",
+    "ArmCaps",
+    "BatchRoom",
     "DeploymentConfig",
     "DraftModelDrafter",
     "DrafterConfig",
@@ -78,4 +83,5 @@ __all__ = [
     "resolve_gpu",
     "resolve_model",
     "sample_lengths",
+    "speculative_kv_slots",
 ]

@@ -5,7 +5,10 @@ discriminated :data:`DrafterConfig`), built once by :func:`drafter_for` and the 
 down. :func:`resolve_deployment` turns it into numbers — shapes, the GPU with efficiency overrides
 applied, a tensor-parallel degree that fits, and the KV-cache room left after weights — that the
 step-time model in :mod:`alphagate.sim.cost` consumes. The KV room and the largest batch follow
-one rule (:func:`kv_tokens_needed`, :meth:`ResolvedDeployment.largest_batch`) for every verb.
+one rule (:func:`kv_tokens_needed`, :class:`BatchRoom`) for every verb, per arm: the server without
+speculation has the whole KV cache for the target's tokens, the speculative one shares it with the
+drafter's KV and holds draft and lookahead slots for every running sequence
+(:func:`speculative_kv_slots`), so it holds fewer sequences.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ __all__ = [
     "METHODS",
     "TP_CHOICES",
     "WEIGHT_DTYPES",
+    "ArmCaps",
+    "BatchRoom",
     "DeploymentConfig",
     "DeploymentSummary",
     "DraftModelDrafter",
@@ -53,6 +58,7 @@ __all__ = [
     "drafter_for",
     "kv_tokens_needed",
     "resolve_deployment",
+    "speculative_kv_slots",
 ]
 
 Method = Literal["eagle3", "eagle", "draft_model", "ngram", "mtp", "suffix"]
@@ -323,6 +329,54 @@ def kv_tokens_needed(concurrency: int, workload: WorkloadConfig, max_num_seqs: i
     return int(min(concurrency, max_num_seqs) * workload.mean_sequence_tokens())
 
 
+def speculative_kv_slots(drafter: DrafterConfig, k: int) -> int:
+    """KV slots a running sequence holds beyond its own tokens while speculating with K drafts
+    (0 at K = 0).
+
+    vLLM 0.32's scheduler allocates each running request its computed tokens plus the step's
+    new ones — the K unverified drafts among them — and ``VllmConfig.num_lookahead_tokens`` more
+    (``vllm/v1/core/sched/scheduler.py``, ``kv_cache_manager.allocate_slots``): K for EAGLE,
+    EAGLE-3, MTP and a draft model, whose drafter writes KV past the verified range; none for
+    n-gram and suffix decoding, which keep no KV (``vllm/config/vllm.py``).
+    """
+    if k <= 0:
+        return 0
+    return k if isinstance(drafter, HOST_DRAFTERS) else 2 * k
+
+
+class ArmCaps(Frozen):
+    """Running sequences of each arm of a comparison: at most what its KV room holds
+    (:meth:`BatchRoom.largest_batch`), the rest of its requests queue."""
+
+    baseline: int = Field(ge=1, description="the server without speculation")
+    speculative: int = Field(
+        ge=1,
+        description="the speculative server: its KV room shared with the drafter's, each "
+        "sequence holding its draft and lookahead slots",
+    )
+
+
+@dataclass(frozen=True)
+class BatchRoom:
+    """What caps each arm's running batch: ``max_num_seqs``, and the KV room in tokens of the
+    server without speculation (the target's alone) and of the speculative one (the drafter's
+    KV takes its share of the same cache, ``vllm/v1/worker/gpu_model_runner.py``,
+    ``get_kv_cache_spec``: every attention layer, the drafter's included)."""
+
+    max_num_seqs: int
+    kv_tokens_baseline: int
+    kv_tokens_speculative: int
+    drafter: DrafterConfig
+
+    def largest_batch(self, sequence_tokens: float, k: int) -> int:
+        """The most sequences of ``sequence_tokens`` each (at their full length) one arm holds,
+        capped by ``max_num_seqs``: K = 0 the server without speculation, K ≥ 1 the speculative
+        one, whose sequences also hold :func:`speculative_kv_slots`."""
+        room = self.kv_tokens_baseline if k <= 0 else self.kv_tokens_speculative
+        per_seq = sequence_tokens + speculative_kv_slots(self.drafter, k)
+        return max(1, min(self.max_num_seqs, int(room // per_seq)))
+
+
 class DeploymentSummary(Frozen):
     """The resolved deployment as data, next to its sentence (:meth:`ResolvedDeployment.describe`)."""
 
@@ -339,6 +393,11 @@ class DeploymentSummary(Frozen):
     draft: str | None
     weight_bytes_per_gpu: float
     kv_capacity_tokens: int
+    kv_capacity_tokens_without_draft: int | None = Field(
+        default=None,
+        description="the KV room of the server without speculation (kv_capacity_tokens: with "
+        "the drafter's KV); None in a file written before it was recorded",
+    )
     compute_bound_tokens_per_step: float
 
 
@@ -383,10 +442,20 @@ class ResolvedDeployment:
             return self.config.cudagraph_max_tokens
         return min(2 * self.config.max_num_seqs, 512)
 
-    def largest_batch(self, workload: WorkloadConfig) -> int:
-        """The largest batch this deployment can hold: ``max_num_seqs`` or what the KV room fits."""
-        fits = int(self.kv_capacity_tokens // workload.mean_sequence_tokens())
-        return max(1, min(self.config.max_num_seqs, fits))
+    @property
+    def batch_room(self) -> BatchRoom:
+        """What caps each arm's batch (:class:`BatchRoom`)."""
+        return BatchRoom(
+            max_num_seqs=self.config.max_num_seqs,
+            kv_tokens_baseline=self.kv_capacity_tokens_without_draft,
+            kv_tokens_speculative=self.kv_capacity_tokens,
+            drafter=self.config.drafter,
+        )
+
+    def largest_batch(self, workload: WorkloadConfig, *, k: int) -> int:
+        """The largest batch one arm holds on ``workload``'s sequences: K = 0 the server without
+        speculation, K ≥ 1 the speculative one (:meth:`BatchRoom.largest_batch`)."""
+        return self.batch_room.largest_batch(workload.mean_sequence_tokens(), k)
 
     def compute_bound_tokens(self) -> float:
         """Tokens per step at which the target's weight GEMMs turn compute-bound (effective rates)."""
@@ -412,6 +481,7 @@ class ResolvedDeployment:
             draft=self.draft_footprint.name if self.draft_footprint else None,
             weight_bytes_per_gpu=self.weight_bytes_per_gpu,
             kv_capacity_tokens=self.kv_capacity_tokens,
+            kv_capacity_tokens_without_draft=self.kv_capacity_tokens_without_draft,
             compute_bound_tokens_per_step=self.compute_bound_tokens(),
         )
 
@@ -463,6 +533,30 @@ def _check_draft_tp(cfg: DeploymentConfig, tp: int) -> None:
         )
 
 
+def _fitting_tp(
+    cfg: DeploymentConfig,
+    gpu: GpuSpec,
+    candidates: list[int],
+    footprints: tuple[Footprint, Footprint | None],
+    need: int,
+) -> int | None:
+    """The first TP whose KV room holds ``need`` tokens with the drafter's share taken (neither
+    arm queues), else the first whose room without the drafter holds them (the speculative
+    server holds fewer sequences and queues the rest, :class:`BatchRoom`); None: neither."""
+    target, draft = footprints
+
+    def holds(tp: int, with_draft: bool) -> bool:
+        spec = _kv_capacity(cfg, gpu, tp, target, draft)
+        room = spec if with_draft else _kv_capacity(cfg, gpu, tp, target, None)
+        return spec > 0 and room >= need
+
+    for with_draft in (True, False):
+        tp = next((t for t in candidates if holds(t, with_draft)), None)
+        if tp is not None:
+            return tp
+    return None
+
+
 def resolve_deployment(
     cfg: DeploymentConfig,
     workload: WorkloadConfig | None = None,
@@ -472,14 +566,15 @@ def resolve_deployment(
 
     With ``tp=None`` the smallest TP in 1, 2, 4, 8 (up to the KV-head count) is chosen whose KV
     room holds :func:`kv_tokens_needed` for ``concurrency`` (default: ``max_num_seqs``) sequences of
-    the workload. Raises :class:`SpecError` when nothing fits.
+    the workload beside the drafter's KV — or, where none does, the smallest whose room holds them
+    without it, the speculative server queueing what it cannot hold (:func:`_fitting_tp`); a given
+    TP is checked the same way. Raises :class:`SpecError` when nothing fits.
     """
     target = resolve_model(cfg.model)
     gpu = _apply_overrides(cfg, resolve_gpu(cfg.gpu))
     t_fp = model_footprint(target, cfg.weight_dtype, kv_dtype=cfg.kv_dtype, kind="target")
     d = cfg.drafter
     d_fp = d.footprint(target, cfg.weight_dtype, cfg.kv_dtype)
-    d_shape = d.shape() if isinstance(d, DraftModelDrafter) else None
     need = (
         0
         if workload is None
@@ -496,25 +591,24 @@ def resolve_deployment(
         if cfg.tp is not None
         else [t for t in TP_CHOICES if t <= target.num_key_value_heads]
     )
-    for tp in candidates:
-        cap = _kv_capacity(cfg, gpu, tp, t_fp, d_fp)
-        if cap > 0 and cap >= need:
-            _check_draft_tp(cfg, tp)
-            return ResolvedDeployment(
-                config=cfg,
-                target=target,
-                gpu=gpu,
-                tp=tp,
-                tp_was_chosen=cfg.tp is None,
-                target_footprint=t_fp,
-                draft_footprint=d_fp,
-                draft_shape=d_shape,
-                kv_capacity_tokens=cap,
-                kv_capacity_tokens_without_draft=_kv_capacity(cfg, gpu, tp, t_fp, None),
-            )
-    tp_txt = f"TP={cfg.tp}" if cfg.tp is not None else f"any TP in {TP_CHOICES}"
-    need_txt = f" with room for {need:,} KV tokens" if need else ""
-    raise SpecError(
-        f"{target.name} at {cfg.weight_dtype} ({t_fp.weight_bytes / 1e9:.1f} GB of weights) does "
-        f"not fit on {gpu.name} ({gpu.memory_bytes / 1e9:.0f} GB) with {tp_txt}{need_txt}"
+    tp = _fitting_tp(cfg, gpu, candidates, (t_fp, d_fp), need)
+    if tp is None:
+        tp_txt = f"TP={cfg.tp}" if cfg.tp is not None else f"any TP in {TP_CHOICES}"
+        need_txt = f" with room for {need:,} KV tokens" if need else ""
+        raise SpecError(
+            f"{target.name} at {cfg.weight_dtype} ({t_fp.weight_bytes / 1e9:.1f} GB of weights) "
+            f"does not fit on {gpu.name} ({gpu.memory_bytes / 1e9:.0f} GB) with {tp_txt}{need_txt}"
+        )
+    _check_draft_tp(cfg, tp)
+    return ResolvedDeployment(
+        config=cfg,
+        target=target,
+        gpu=gpu,
+        tp=tp,
+        tp_was_chosen=cfg.tp is None,
+        target_footprint=t_fp,
+        draft_footprint=d_fp,
+        draft_shape=d.shape() if isinstance(d, DraftModelDrafter) else None,
+        kv_capacity_tokens=_kv_capacity(cfg, gpu, tp, t_fp, d_fp),
+        kv_capacity_tokens_without_draft=_kv_capacity(cfg, gpu, tp, t_fp, None),
     )

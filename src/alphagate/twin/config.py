@@ -72,8 +72,8 @@ class TwinConfig(Frozen):
         ge=1,
         description="vLLM's --kv-cache-memory-bytes: KV-cache bytes per GPU, shared by the "
         "target's and (speculating) the drafter's KV, so a drafter lowers the tokens it holds; "
-        "a request is admitted only while the running ones' whole lengths (+ K lookahead "
-        "slots) fit. None: room for any batch",
+        "a request is admitted only while the running ones' whole lengths (+ their draft and "
+        "lookahead slots, specs.deployment.speculative_kv_slots) fit. None: room for any batch",
     )
 
     @model_validator(mode="after")

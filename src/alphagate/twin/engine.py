@@ -28,6 +28,7 @@ from alphagate.sim.kernel import (
     prefill_allocation,
 )
 from alphagate.sim.workload import draft_steps_table, unconditional_table
+from alphagate.specs.deployment import speculative_kv_slots
 from alphagate.specs.workload import sample_lengths
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.metrics import TwinMetrics
@@ -150,6 +151,8 @@ class TwinEngine:
     ) -> None:
         self.config = config
         self.kv_room_tokens = kv_room_tokens
+        #: each running sequence's draft and lookahead slots beyond its own tokens
+        self._spec_slots = speculative_kv_slots(config.deployment.drafter, config.k)
         self.cost = cost
         self.metrics = TwinMetrics(config)
         self.interval = IntervalStats()  # for the periodic SpecDecoding log line
@@ -320,7 +323,7 @@ class TwinEngine:
         )
 
     def _held_tokens(self, r: TwinRequest) -> int:
-        return r.prompt_tokens + r.max_tokens + self.k
+        return r.prompt_tokens + r.max_tokens + self._spec_slots
 
     def _fits(self) -> bool:
         """Whether the first waiting request's whole length fits the KV room left (first come,

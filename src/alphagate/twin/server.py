@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from alphagate.core.errors import ConfigError
 from alphagate.sim.cost import build_cost_model
-from alphagate.specs import ResolvedDeployment, resolve_deployment
+from alphagate.specs import ResolvedDeployment, resolve_deployment, speculative_kv_slots
 from alphagate.twin.config import TwinConfig
 from alphagate.twin.engine import Chunk, TwinEngine, TwinRequest
 from alphagate.twin.statslog import log_forever
@@ -432,13 +432,14 @@ async def _metrics(request: web.Request) -> web.Response:
 
 def _kv_room(config: TwinConfig, resolved: ResolvedDeployment) -> int | None:
     """The KV room in tokens; a room that cannot hold one request of ``max_model_len`` (and its
-    K lookahead slots) is refused at start, as vLLM refuses it."""
+    draft and lookahead slots) is refused at start, as vLLM refuses it."""
     room = config.kv_room_tokens(resolved)
-    if room is not None and room < config.max_model_len + config.k:
+    slots = speculative_kv_slots(config.deployment.drafter, config.k)
+    if room is not None and room < config.max_model_len + slots:
         raise ConfigError(
             f"--kv-cache-memory-bytes {config.kv_cache_memory_bytes} holds {room:,} tokens, "
-            f"fewer than one request of --max-model-len {config.max_model_len} (+ {config.k} "
-            "lookahead slots) needs: raise it, or lower --max-model-len",
+            f"fewer than one request of --max-model-len {config.max_model_len} (+ {slots} "
+            "draft and lookahead slots) needs: raise it, or lower --max-model-len",
             "kv_cache_memory_bytes",
         )
     return room

@@ -66,8 +66,8 @@ class EngineFlags:
             min=1,
             help="As vLLM's flag: KV-cache bytes per GPU, for the target's KV and (speculating) "
             "the drafter's, so a drafter holds fewer tokens; a request is admitted while the "
-            "running ones' whole lengths and K lookahead slots fit, so the room caps the batch "
-            "(default: no cap but --max-num-seqs).",
+            "running ones' whole lengths and draft and lookahead slots fit, so the room caps "
+            "the batch (default: no cap but --max-num-seqs).",
         ),
     ] = None
     emit_send_time: Annotated[bool, typer.Option("--emit-send-time", hidden=True)] = False
