@@ -4,9 +4,12 @@ narrow it parse as printed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+from pathlib import Path
 
+import pytest
 import typer
 
 from alphagate.cli import app
@@ -137,3 +140,25 @@ def test_explain_cost_lists_the_ranges_and_their_sources() -> None:
     assert any("vLLM PR #19970" in r["source"] for r in d["ranges"])
     r = Cli(width=100).run("simulate", "--explain-cost")
     assert "uncertain constants" in r.output and "compute_efficiency" in r.output
+
+
+def test_the_calibrated_re_plan_keeps_the_measured_alpha(cli: Cli, tmp_path: Path) -> None:
+    """A plan whose α came from a measurement: the re-plan it prints after the calibration
+    types that α (the measurement's file may not travel with the plan), not the prior's."""
+    from alphagate.bench.records import BenchResult, summarize_level
+    from alphagate.measure.prom import SpecCounters, spec_delta
+
+    after = SpecCounters(drafts=5000, draft_tokens=25000, accepted=4015, present=True)
+    acceptance = spec_delta([SpecCounters(present=True)], [after])  # α ≈ 0.45 at K = 5
+    level = summarize_level("candidate", "http://x", "c16", 16, None, [], acceptance)
+    f = tmp_path / "summary.json"
+    result = BenchResult(run_id="r", config={}, levels=[level], comparisons=[])
+    f.write_text(json.dumps(result.payload()))
+    d = cli.json("plan", "--class", "chat:1", "--concurrency", "128", "--alpha-from", str(f),
+                 "--alpha-overall")  # fmt: skip
+    assert d["verdict"] == "measure first" and d["uncertainty"]["settle_by"] == "calibrate"
+    alpha = d["classes"][0]["alpha"]
+    assert alpha == pytest.approx(0.45, abs=0.01)
+    replan = shlex.split(d["uncertainty"]["settle_commands"][1])
+    name, share, typed = replan[replan.index("--class") + 1].split(":")
+    assert (name, float(share)) == ("chat", 1.0) and float(typed) == pytest.approx(alpha)

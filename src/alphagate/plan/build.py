@@ -52,6 +52,7 @@ from alphagate.plan.records import (
 from alphagate.plan.runbook import (
     CALIBRATION,
     HEAD_STAGE,
+    alpha_text,
     below_gate,
     calibrate_argv,
     plan_argv,
@@ -1051,8 +1052,15 @@ def _uncertainty(
             lo, hi = lo * r_lo, hi * r_hi
             sim = pred.sim_speedup(at, pool, k)
             settled = Interval(low=sim * lo, high=sim * hi)
+            # the re-plan keeps this plan's measured α, typed (the measurement's file may not
+            # travel with the plan)
+            measured = {x.cls.name: alpha_text(x.cls) for x in classes if x.kind == "measured"}
             replan = plan_argv(
-                req, alpha_from=[], out=f"{req.out_stem}-calibrated.md", calibration=CALIBRATION
+                req,
+                alpha_from=[],
+                out=f"{req.out_stem}-calibrated.md",
+                calibration=CALIBRATION,
+                typed=measured,
             )
             commands = [shlex.join(calibrate_argv(req, [c, req.peak])), shlex.join(replan)]
     return Uncertainty(

@@ -26,6 +26,7 @@ __all__ = [
     "CALIBRATION",
     "HEAD_STAGE",
     "alert_rules",
+    "alpha_text",
     "bench_requests",
     "calibrate_argv",
     "head_commands",
@@ -192,7 +193,8 @@ def _defaults() -> DeploymentConfig:
     return DeploymentConfig()
 
 
-def _alpha_text(c: TrafficClass) -> str:
+def alpha_text(c: TrafficClass) -> str:
+    """A class's α as ``--class NAME:SHARE:ALPHA`` takes it."""
     if c.alpha_by_pos is not None:
         return ",".join(f"{a:g}" for a in c.alpha_by_pos)
     return f"{c.alpha:g}"
@@ -254,7 +256,7 @@ def plan_argv(
     for c in req.workload.classes:
         # a measurement replaces every α; without one, the α typed stays
         given = not alpha_from and c.source == "given" and c.has_alpha
-        alpha = (typed or {}).get(c.name) or (_alpha_text(c) if given else None)
+        alpha = (typed or {}).get(c.name) or (alpha_text(c) if given else None)
         argv += ["--class", f"{c.name}:{c.share:g}" + (f":{alpha}" if alpha else "")]
     argv += ["--concurrency", str(req.concurrency)]
     if req.peak != req.concurrency:
