@@ -91,8 +91,9 @@ def _remedies(lv: LevelExplanation, baseline: tuple[float, float]) -> Renderable
         new_table(
             f"Remedies, ranked (measured baseline: P99 ITL/token {fmt_ms(baseline[0])} ms, "
             f"P99 TTFT {fmt_ms(baseline[1], 0)} ms)",
-            caption="predicted: the measured figure × the simulated ratio after ÷ before, on the "
-            "same requests; ✓: P99 ITL/token and P99 TTFT back within the budget",
+            caption="predicted: the replayed figure after × measured ÷ replayed before (means "
+            "above P95), on the same requests; ✓: P99 ITL/token and P99 TTFT back within the "
+            "budget",
         ),
         "#", "change", "P99 ITL/token ms [95%]", "P99 TTFT ms [95%]", "tok/s ÷ base", "fixes",
         left=2,

@@ -88,8 +88,8 @@ def _remedies_table(lv: LevelExplanation) -> Table:
             "fixes",
         ),
         rows=rows,
-        note="Predicted: the measured figure × the simulated ratio after ÷ before, on the same "
-        "requests.",
+        note="Predicted: the replayed figure after the change × measured ÷ replayed before it "
+        "(the means above the 95th percentile), on the same requests.",
     )
 
 
