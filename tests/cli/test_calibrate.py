@@ -171,8 +171,10 @@ def test_explain_cost_json_and_table() -> None:
     assert r.exit_code == 0 and "How each term moves v" in r.output and "B=16" in r.output
     assert "v K=2" in r.output and "v K=3" not in r.output  # the K asked for, only
     # the engine settings per arm: the token budget's cap (K + 1 tokens each, one more input
-    # slot for a draft model), async scheduling, and the largest batch a CUDA graph holds
-    budget, sched, graphs = d["engine"]
+    # slot for a draft model), async scheduling, the largest batch a CUDA graph holds, and the
+    # largest the KV cache holds (here max_num_seqs on both arms)
+    budget, sched, graphs, kv = d["engine"]
+    assert kv["by_k"] == [256] * 6 and "largest batch in the KV cache" in kv["name"]
     assert budget["by_k"] == [8192 // (k + 1) for k in range(6)]
     assert sched["by_k"] == [1] * 6  # EAGLE-3 keeps async scheduling on
     assert graphs["by_k"] == [512 // (k + 1) for k in range(6)]

@@ -61,6 +61,11 @@ def test_tail_means_under_resampling_are_the_direct_sum_of_each_resample() -> No
         assert got[row] == pytest.approx(_tail_mean(values, w, 0.95), rel=1e-12)
     # an exponential's mean above its 95th percentile is that percentile plus its mean (1)
     assert got[0] == pytest.approx(np.log(20) + 1, rel=0.1)
+    # a chunk of no tokens (its gap per token infinite, its weight 0) counts nothing
+    with np.errstate(divide="ignore"):
+        odd = np.append(values, np.float64(1.0) / 0.0)
+    zero = tail_means(odd, np.append(weights, 0.0), np.append(request, 0), counts, 0.95)
+    assert zero == pytest.approx(got, rel=1e-12)
 
 
 def test_a_tail_mean_does_not_jump_where_the_p99_does() -> None:

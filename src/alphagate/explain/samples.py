@@ -247,4 +247,6 @@ def tail_means(
     top = _top(values, weights, request, counts, 1.0 - q)
     above = top.head + top.cum - q * top.total  # weight above the quantile, cumulative
     w = np.diff(np.maximum(above, 0.0), axis=1, prepend=0.0)
-    return np.asarray((w * top.values).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-300))
+    # a value of weight 0 (a chunk of no tokens: its gap per token is infinite) counts nothing
+    weighted = np.multiply(w, top.values, out=np.zeros_like(w), where=w > 0.0)
+    return np.asarray(weighted.sum(axis=1) / np.maximum(w.sum(axis=1), 1e-300))
