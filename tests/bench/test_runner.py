@@ -12,7 +12,7 @@ import pytest
 
 from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import Prompt
-from alphagate.bench.records import RequestRecord
+from alphagate.bench.records import LevelSummary, RequestRecord, merge_runs, summarize_level
 from alphagate.bench.runner import BenchRunner
 from alphagate.net.mock import MockTransport, Request, Response
 from alphagate.net.transport import ConnectError, StreamTruncated
@@ -140,3 +140,14 @@ def test_a_metrics_url_that_cannot_be_read_is_reported_once() -> None:
     assert scrape.url == "http://vllm:9000/metrics"
     assert scrape.headers["Authorization"].startswith("Basic ")
     assert all(lv.acceptance is None for lv in runner.levels)
+
+
+def test_repeats_merge_whether_the_server_speculates() -> None:
+    """A repeat whose scrape failed (unknown) does not hide what the others read."""
+
+    def run(state: bool | None) -> LevelSummary:
+        return summarize_level("t", "http://x", "c1", 1, None, [], None, speculating=state)
+
+    assert merge_runs([run(None), run(False)], []).speculating is False
+    assert merge_runs([run(None), run(False), run(True)], []).speculating is True
+    assert merge_runs([run(None), run(None)], []).speculating is None

@@ -71,11 +71,19 @@ def test_no_spec_metrics_and_sglang_gauge() -> None:
     plain = parse_spec_counters(
         "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
     )
-    assert not plain.present
+    assert not plain.present and not plain.speculating and plain.engine
     sg = parse_spec_counters(
         '# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{tp_rank="0"} 2.5\nsglang:spec_accept_length{tp_rank="1"} 2.7\n'
     )
+    assert sg.speculating and sg.engine
     assert spec_delta([sg], [sg]).sglang_accept_length == pytest.approx(2.6)
+    # SGLang registers the gauge on every server: at 0 it is not speculating
+    idle = parse_spec_counters(
+        '# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{model_name="m"} 0.0\n'
+    )
+    assert idle.present and idle.engine and not idle.speculating
+    proxy = parse_spec_counters("# TYPE proxy_requests counter\nproxy_requests_total 3\n")
+    assert not proxy.engine
 
 
 def test_a_restart_resets_every_counter_of_its_series_only() -> None:

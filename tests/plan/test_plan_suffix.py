@@ -5,6 +5,7 @@ proposer drafts for exactly num_speculative_tokens), SGLang's SUFFIX flags, and 
 from __future__ import annotations
 
 import json
+import shlex
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,21 @@ def test_sglang_has_no_suffix_decoding_to_plan(files: dict[float, str]) -> None:
 def test_a_suffix_plan_without_a_profile_is_refused() -> None:
     r = Cli().run("plan", "--method", "suffix", "--class", "code:1.0:0.7", "-c", "4")
     assert r.exit_code == 2 and "--alpha-from" in r.output and "Traceback" not in r.output
+
+
+def test_the_calibrated_re_plan_keeps_the_measured_draft_lengths(files: dict[float, str]) -> None:
+    """A suffix plan that says MEASURE FIRST prints a calibration and a re-plan; the re-plan
+    reads the same measurement (a typed α cannot carry the draft lengths) and, short of the
+    calibration it names, plans as printed."""
+    d = Cli().json(
+        "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--gpu", "h100", "--class",
+        "code:1.0", "--alpha-from", files[0.5], "-c", "8",
+    )  # fmt: skip
+    assert d["verdict"] == "measure first" and d["uncertainty"]["settle_by"] == "calibrate"
+    replan = shlex.split(d["uncertainty"]["settle_commands"][1])
+    assert replan[:2] == ["alphagate", "plan"]
+    assert replan[replan.index("--alpha-from") + 1] == files[0.5]
+    drop = {replan.index("--calibration"), replan.index("--out")}
+    argv = [a for i, a in enumerate(replan) if i not in drop and i - 1 not in drop]
+    again = Cli().json(*argv[1:])
+    assert again["speculative_config"]["method"] == "suffix"

@@ -207,9 +207,9 @@ class LevelSummary(Frozen):
     )
     speculating: bool | None = Field(
         default=None,
-        description="from the server's /metrics: true when it exposes spec-decode counters, "
-        "false when vLLM's or SGLang's own /metrics was read without them (speculation off), "
-        "null when none was read",
+        description="from the server's /metrics: true when it shows speculation (vLLM's "
+        "spec-decode counters, SGLang's accept length ≥ 1), false when the engine's own "
+        "/metrics was read without that (speculation off), null when none was read",
     )
     request_acceptance: RequestAcceptance | None = Field(
         default=None,
@@ -326,12 +326,19 @@ def merge_runs(
             "acceptance_problem": next(
                 (r.acceptance_problem for r in runs if r.acceptance_problem), None
             ),
+            "speculating": _any_reading([r.speculating for r in runs]),
             "request_acceptance": request_acceptance(records),
             "goodput": None if slo is None else goodput_of(records, slo, duration),
             "runs": [run for r in runs for run in r.runs],
             "validity": distorted[0] if distorted else worst[0] if worst else None,
         }
     )
+
+
+def _any_reading(states: list[bool | None]) -> bool | None:
+    """Whether the server speculates over several runs: yes if any run read so, else no if any
+    run read so, else unknown."""
+    return True if True in states else False if False in states else None
 
 
 def paired_ratio(

@@ -43,8 +43,9 @@ class ModelCard(NamedTuple):
 class LevelAcceptance(NamedTuple):
     """A level's acceptance from the counters' increase (None without counters), why it is left
     out when the counters cannot be a decoder's, and whether the server speculates: True when
-    its spec-decode counters are exposed, False when the engine's own ``/metrics`` was read
-    without them, None when no engine ``/metrics`` was read."""
+    its ``/metrics`` shows it (vLLM's spec-decode counters, SGLang's accept length at 1 or more),
+    False when the engine's own ``/metrics`` was read without that, None when no engine
+    ``/metrics`` was read."""
 
     acceptance: SpecAcceptance | None
     problem: str | None
@@ -134,15 +135,17 @@ class ServerReader:
         """The acceptance between two scrapes of ``urls`` for the level ``where`` names."""
         if after is None or len(after) != len(before):
             return LevelAcceptance(None, None)
+        on = any(c.speculating for c in after)
+        # without a sign of speculation, the engine's own /metrics says it is off
+        state = True if on else False if all(c.engine for c in after) else None
         if not any(c.present for c in after):
-            off = all(c.engine for c in after)  # the engine answered: speculation is off
-            return LevelAcceptance(None, None, False if off else None)
+            return LevelAcceptance(None, None, state)
         try:
-            return LevelAcceptance(spec_delta(before, after), None, True)
+            return LevelAcceptance(spec_delta(before, after), None, state)
         except ValueError as exc:  # accepted above drafted, a position above the last…
             problem = (
                 f"the spec-decode counters of {', '.join(map(redact_url, urls))} "
                 f"cannot be a decoder's ({exc}); the level's acceptance is left out"
             )
             self.problems.append(f"{where}: {problem}")
-            return LevelAcceptance(None, problem, True)
+            return LevelAcceptance(None, problem, state)

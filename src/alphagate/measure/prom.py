@@ -98,6 +98,9 @@ class SpecCounters:
     per_pos: dict[int, float] = field(default_factory=dict)
     present: bool = False
     engine: bool = False
+    #: speculation is on: a vLLM spec-decode counter exists, or SGLang's accept length (a gauge
+    #: SGLang registers on every server) reads 1 or more
+    speculating: bool = False
     matched: bool = False
     models_seen: set[str] = field(default_factory=set)
     #: the ``model_name`` values of the series counted (the filter's, or every one on offer)
@@ -141,6 +144,7 @@ def parse_spec_counters(
             continue
         if name == SGLANG_ACCEPT_LENGTH:
             c.present = True
+            c.speculating = c.speculating or any(s.value >= 1.0 for s in fam.samples)
             for s in fam.samples:
                 if model_name is None or s.labels.get("model_name") == model_name:
                     c.matched = True
@@ -152,7 +156,7 @@ def parse_spec_counters(
         for s in fam.samples:
             if not s.name.endswith("_total") and fam.type == "counter":
                 continue  # _created samples
-            c.present = True
+            c.present = c.speculating = True
             c.models_seen.add(s.labels.get("model_name", ""))
             if model_name is not None and s.labels.get("model_name") != model_name:
                 continue

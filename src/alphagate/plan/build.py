@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import alphagate.plan.reasons as why
 from alphagate import theory
@@ -999,6 +999,16 @@ def _shipped_interval(
     return _intervals(pred, req.concurrency, k, classes, _pool(classes, away))[0]
 
 
+def _measured_alpha(req: PlanRequest, classes: list[_Cls]) -> dict[str, Any]:
+    """How a printed re-plan keeps this plan's measured α: typed (the measurement's file may
+    not travel with the plan), or — where α alone cannot carry it (suffix decoding's draft
+    lengths, SGLang's draft shapes) — the measurement files as given."""
+    if req.alpha_files and (req.trees or req.deployment.method == "suffix"):
+        return {"alpha_from": list(req.alpha_files), "overall": req.alpha_overall}
+    typed = {x.cls.name: alpha_text(x.cls) for x in classes if x.kind == "measured"}
+    return {"alpha_from": [], "typed": typed}
+
+
 def _uncertainty(
     pred: Predictor,
     req: PlanRequest,
@@ -1052,15 +1062,11 @@ def _uncertainty(
             lo, hi = lo * r_lo, hi * r_hi
             sim = pred.sim_speedup(at, pool, k)
             settled = Interval(low=sim * lo, high=sim * hi)
-            # the re-plan keeps this plan's measured α, typed (the measurement's file may not
-            # travel with the plan)
-            measured = {x.cls.name: alpha_text(x.cls) for x in classes if x.kind == "measured"}
             replan = plan_argv(
                 req,
-                alpha_from=[],
                 out=f"{req.out_stem}-calibrated.md",
                 calibration=CALIBRATION,
-                typed=measured,
+                **_measured_alpha(req, classes),
             )
             commands = [shlex.join(calibrate_argv(req, [c, req.peak])), shlex.join(replan)]
     return Uncertainty(

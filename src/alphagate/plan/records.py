@@ -173,6 +173,13 @@ class PlanRequest(Frozen):
         description="compute every prediction's range over the step-time constants' ranges "
         "(False: the point predictions alone; the verdict then reads the points)",
     )
+    alpha_files: tuple[str, ...] = Field(
+        default=(),
+        description="the measurements the classes' α came from (--alpha-from), for the re-plan "
+        "a calibration prints where a typed α cannot carry them (suffix draft lengths, SGLang "
+        "draft shapes)",
+    )
+    alpha_overall: bool = Field(default=False, description="--alpha-overall was given")
     trees: tuple[MeasuredTree, ...] = Field(
         default=(),
         description="SGLang draft shapes measured offline (--engine sglang --alpha-from a "

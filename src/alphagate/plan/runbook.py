@@ -228,6 +228,7 @@ def plan_argv(
     out: str,
     calibration: str | None = None,
     typed: dict[str, str] | None = None,
+    overall: bool = False,
 ) -> list[str]:
     """``alphagate plan …`` for the same deployment, traffic and load, with the classes' α read
     from ``alpha_from`` (the measurement) — but typed for the classes ``typed`` names — and the
@@ -289,6 +290,8 @@ def plan_argv(
         argv += ["--seed", str(req.seed)]
     for f in alpha_from:
         argv += ["--alpha-from", f]
+    if overall and alpha_from:
+        argv.append("--alpha-overall")
     return [*argv, "--out", out]
 
 

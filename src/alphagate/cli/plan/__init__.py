@@ -130,6 +130,8 @@ def plan_cmd(
             plan_file=plan_file(out),
             out_stem=out_stem(out),
             calibration_file=None if calibration is None else str(calibration),
+            alpha_files=tuple(str(f) for f in mix.alpha_from or []),
+            alpha_overall=mix.alpha_overall,
             trees=trees,
         )
         with status("planning…", as_json):
