@@ -540,9 +540,11 @@ def _fitting_tp(
     footprints: tuple[Footprint, Footprint | None],
     need: int,
 ) -> int | None:
-    """The first TP whose KV room holds ``need`` tokens with the drafter's share taken (neither
-    arm queues), else the first whose room without the drafter holds them (the speculative
-    server holds fewer sequences and queues the rest, :class:`BatchRoom`); None: neither."""
+    """The first TP whose KV room holds ``need`` tokens with the drafter's share taken, else the
+    first whose room without the drafter holds them (the speculative server holds fewer
+    sequences and queues the rest, :class:`BatchRoom`); None: neither. The drafts' slots
+    (:func:`speculative_kv_slots`) depend on K, which a deployment does not fix: they are not
+    counted here, so near the edge the speculative server may hold a few fewer than ``need``."""
     target, draft = footprints
 
     def holds(tp: int, with_draft: bool) -> bool:
