@@ -206,15 +206,16 @@ def _level(
     )
     lattice = Lattice(plan, cost, caps, counts, lateness, cfg.seeds, cfg.seed)
     base_counts = resamples(measured(base_records), cfg.bootstrap, rng)
+    cand_samples = measured_samples(plan.records)
     seen = (
         figures(measured_samples(base_records), base_counts),
-        figures(measured_samples(plan.records), lattice.counts),
+        figures(cand_samples, lattice.counts),
     )
     players: list[Mechanism] = ["rejection", "verify", "prefill", "client"]
     if caps[0] != caps[1]:
         players.append("capacity")
     explained = [_metric(m, lattice, players, seen) for m in METRICS]
-    tail = tail_figures(measured_samples(plan.records), lattice.counts)
+    tail = tail_figures(cand_samples, lattice.counts)
     ctx = Context(
         lattice, resolved, seen[1], seen[0], tail, result.model, _load(cand_level, cand_runs),
         cfg.p99_budget,
