@@ -111,7 +111,7 @@ def replays() -> float:
 
 
 def end_to_end() -> None:
-    from tests.measure.offline_fixtures import build, greedy_log
+    from tests.measure.offline.fixtures import build, greedy_log
 
     from alphagate.measure.offline.config import OfflineConfig
     from alphagate.measure.offline.run import measure_offline
