@@ -2,14 +2,16 @@
 two H100s with a Llama-3.2-1B draft model and 2,048-token prompts (2,304 tokens a sequence). The
 baseline's KV room holds 88 of them, the speculative server's — beside the draft model's KV, with
 each sequence's 3 drafts and 3 lookahead slots — 79. At concurrency 84 the plan runs each arm at
-its own batch and says so, and so do ``simulate`` and its cost card."""
+its own batch and says so, and so do ``simulate`` and its cost card. Where the policy switches
+speculation off (a K of 0 at a batch size), the server still holds the drafter's KV and each
+sequence's lookahead slots: that level is priced at the speculative server's own batch."""
 
 from __future__ import annotations
 
 from alphagate.core.traffic import TrafficClass
 from alphagate.plan.predictions import Predictor
 from alphagate.plan.records import PlanRequest
-from alphagate.specs import DeploymentConfig, WorkloadConfig, drafter_for
+from alphagate.specs import DeploymentConfig, WorkloadConfig, drafter_for, speculative_kv_slots
 from alphagate.specs.workload import FixedLength
 from tests.conftest import Cli
 from tests.plans import Plans
@@ -73,3 +75,66 @@ def test_simulate_says_where_the_speculative_server_holds_fewer() -> None:
     assert d["largest_batch"] == [{"baseline": 88, "speculative": 79}]
     text = " ".join(Cli(width=100).run(*args, "--no-breakeven-sim").output.split())
     assert "Largest batch: 88 sequences without speculation, 79 at K=3 with it" in text
+
+
+def _request(method: str = "draft_model", draft: str | None = "llama-3.2-1b") -> PlanRequest:
+    return PlanRequest(
+        deployment=DeploymentConfig(tp=2, drafter=drafter_for(method, draft)),
+        workload=WorkloadConfig(
+            prompt_len=FixedLength(value=2048),
+            classes=(TrafficClass(name="chat", share=1.0, alpha=0.8),),
+        ),
+        concurrency=84,
+        k=3,
+    )
+
+
+def test_a_server_launched_with_drafts_keeps_their_lookahead_slots_at_k_0() -> None:
+    """vLLM allocates ``num_lookahead_tokens`` (the launched K, for a drafter with KV) at every
+    step, the steps a batch-size schedule runs with fewer drafts or none included."""
+    draft, ngram = drafter_for("draft_model", "llama-3.2-1b"), drafter_for("ngram")
+    assert speculative_kv_slots(draft, 3) == 6  # started at K = 3 and drafting 3
+    assert speculative_kv_slots(draft, 1, launched=3) == 4
+    assert speculative_kv_slots(draft, 0, launched=3) == 3
+    assert speculative_kv_slots(draft, 0) == 0  # the server without speculation
+    assert speculative_kv_slots(ngram, 0, launched=3) == 0  # no KV, no lookahead
+    assert speculative_kv_slots(ngram, 2, launched=3) == 2
+
+
+def test_speculation_off_is_priced_at_the_speculative_servers_own_batch() -> None:
+    req = _request()
+    pred = Predictor(req)
+    classes = req.workload.classes
+    assert pred.sim_speedup(84, classes, 0) == 1.0  # no server launched: the baseline itself
+    pred.launch(3)
+    # 182,579 tokens beside the drafter's KV // (2,304 + 3 lookahead slots)
+    assert pred.off_cap() == 79 and pred.off_binds(84) and not pred.off_binds(64)
+    run = pred.paired(84, classes, 0)
+    assert int(run.spec_trace.step_n_running.max()) == 79
+    assert int(run.baseline_trace.step_n_running.max()) == 84
+    off = pred.sim_speedup(84, classes, 0)
+    assert off == run.speedup.throughput_speedup and off < 1.0  # 5 users queue, no draft helps
+    assert pred.sim_speedup(64, classes, 0) == 1.0  # both servers hold 64: the same steps
+    thr = pred.sim_intervals(84, classes, 0)[0]
+    assert thr.low is not None and thr.high is not None and thr.low <= off <= thr.high < 1.0
+
+
+def test_a_host_drafter_switched_off_holds_what_the_baseline_holds() -> None:
+    pred = Predictor(_request("ngram", None))
+    pred.launch(3)
+    assert pred.off_cap() == pred.b_max and not pred.off_binds(84)
+
+
+def test_the_plans_off_levels_show_the_drafters_room(plans: Plans) -> None:
+    """A schedule that switches speculation off at the peak, where the baseline holds 150
+    sequences of 1,280 tokens (204,609 // 1,280 = 159) and the speculative server, drafting
+    none, 142 (182,579 // 1,283)."""
+    args = (*ARGS[: ARGS.index("--prompt-len")], "--prompt-len", "fixed:1024", "--k", "3")
+    d = plans(
+        *args, "--class", "chat:1:0.4", "--concurrency", "16", "--peak-concurrency", "150"
+    ).json
+    peak = next(r for r in d["rows"] if r["concurrency"] == 150)
+    assert peak["k"] == 0
+    assert peak["batch"] == {"baseline": 150, "speculative": 142}
+    assert peak["throughput_speedup"] < 1.0
+    assert peak["throughput_speedup_interval"]["high"] < 1.0

@@ -253,7 +253,10 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
     for c in policy.levels:
         k = policy.k_at[c]
         fixed = pred.paired(c, blend, policy.fixed_k)
-        on = pred.paired(c, blend, k).spec if k else fixed.baseline
+        # K = 0: the speculative server with its drafts off, the same as the baseline unless
+        # the drafter's KV holds its batch lower
+        drafting = k > 0 or pred.off_binds(c)
+        on = pred.paired(c, blend, k).spec if drafting else fixed.baseline
         off = fixed.baseline
         best_k, best_s = pred.best_k_sim(c, blend)
         thr, tpot, p99 = _intervals(pred, c, k, classes, blend)
@@ -266,7 +269,9 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
                 itl_p99_off_ms=off.itl_per_token_ms.p99 or 0.0,
                 itl_p50_on_ms=on.itl_per_token_ms.p50 or 0.0,
                 itl_p99_on_ms=on.itl_per_token_ms.p99 or 0.0,
-                tpot_speedup=pred.paired(c, blend, k).speedup.tpot_mean_speedup if k else 1.0,
+                tpot_speedup=pred.paired(c, blend, k).speedup.tpot_mean_speedup
+                if drafting
+                else 1.0,
                 alpha_breakeven=pred.breakeven(k, c),
                 fixed_k=policy.fixed_k,
                 fixed_k_speedup=pred.sim_speedup(c, blend, policy.fixed_k),
@@ -279,7 +284,8 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
                 alpha_breakeven_interval=pred.breakeven_interval(k, c),
                 best_k_range=pred.best_k_range(blend, c),
                 batch=ArmCaps(
-                    baseline=pred.arm_batch(c, 0), speculative=pred.arm_batch(c, policy.fixed_k)
+                    baseline=pred.arm_batch(c, 0),
+                    speculative=pred.arm_batch(c, k) if k else min(c, pred.off_cap()),
                 ),
             )
         )
@@ -362,7 +368,7 @@ def _routed_speedups(
 ) -> tuple[float, float]:
     """(speedup of the speculative pool's traffic, fleet-wide speedup with the rest at 1×)."""
     keep = [c.cls for c in classes if c.cls.name not in away]
-    if not keep or k == 0:
+    if not keep or (k == 0 and not pred.off_binds(req.concurrency)):
         return 1.0, 1.0
     total = sum(c.share for c in keep)
     pool = tuple(c.model_copy(update={"share": c.share / total}) for c in keep)
@@ -412,6 +418,7 @@ def _evaluate(
     also_away: frozenset[str] = frozenset(),
 ) -> _Evaluation:
     """Predict ``policy`` at every level and per class, and decide (:func:`_verdict`)."""
+    pred.launch(policy.fixed_k)
     rows = _rows(pred, policy, classes)
     class_rows = _class_rows(pred, req, policy, classes)
     k_t = policy.k_at[req.concurrency]
@@ -994,7 +1001,7 @@ def _shipped_interval(
 ) -> Interval:
     """Throughput speedup of what is shipped at the target (the pool left after routing), over
     the ranges."""
-    if k == 0:
+    if k == 0 and not pred.off_binds(req.concurrency):
         return Interval(low=1.0, high=1.0)
     return _intervals(pred, req.concurrency, k, classes, _pool(classes, away))[0]
 
@@ -1027,7 +1034,8 @@ def _uncertainty(
     k_peak = policy.k_at[req.peak]
     peak_iv = (
         decision if req.peak == c
-        else _intervals(pred, req.peak, k_peak, classes, pool)[0] if k_peak
+        else _intervals(pred, req.peak, k_peak, classes, pool)[0]
+        if k_peak or pred.off_binds(req.peak)
         else Interval(low=1.0, high=1.0)
     )  # fmt: skip
     peak_value = pred.sim_speedup(req.peak, pool, k_peak)

@@ -102,11 +102,33 @@ class Predictor:
         self.design = CostDesign(self.cost, self.ranges, self._rebuild)
         self._requests: dict[int, RequestSet] = {}
         self._paired: dict[
-            tuple[int, tuple[TrafficClass, ...], int, Coefficients | None], PairedRun
+            tuple[int, tuple[TrafficClass, ...], int, int, Coefficients | None], PairedRun
         ] = {}
         self.lengths = pooled_lengths(req.workload.classes)
         #: suffix decoding: the cap its profiles were measured at (its K; None: chains)
         self.suffix_cap = None if self.lengths is None else int(self.lengths.size - 1)
+        #: the K the speculative server is started with (:meth:`launch`; 0: not yet chosen).
+        #: A level the policy runs at K = 0 is that server with its drafts off, not a baseline
+        self.launched = 0
+
+    def launch(self, k: int) -> None:
+        """The policy starts the speculative server with K drafts: its levels at K = 0 are priced
+        on that server (:meth:`off_binds`)."""
+        self.launched = k
+
+    def off_cap(self) -> int:
+        """The most sequences the launched speculative server holds at a batch where it drafts
+        nothing: its KV room beside the drafter's, each sequence holding the lookahead slots
+        (:meth:`~alphagate.specs.deployment.BatchRoom.largest_batch`); the baseline's cap when
+        none is launched."""
+        if self.launched <= 0:
+            return self.b_max
+        return self.resolved.largest_batch(self.workload, k=0, launched=self.launched)
+
+    def off_binds(self, concurrency: int) -> bool:
+        """Whether speculation switched off at ``concurrency`` still runs fewer sequences than
+        the server without speculation would (the drafter's KV stays allocated)."""
+        return self.off_cap() < min(concurrency, self.b_max)
 
     def batch(self, concurrency: int) -> float:
         """The baseline's steady batch at a concurrency: capped by what it holds (the closed
@@ -139,7 +161,9 @@ class Predictor:
         """K drafts vs no speculation on the same requests, ``users`` closed-loop users (with
         ``cost``: priced by that model, on the same requests and random numbers); each arm holds
         its own largest batch."""
-        key = (users, classes, k, None if cost is None else cost.coefficients)
+        # K = 0: the launched server with its drafts off (its own cap; the baseline's if none)
+        cap = self.off_cap() if k == 0 else self.resolved.largest_batch(self.workload, k=k)
+        key = (users, classes, k, cap, None if cost is None else cost.coefficients)
         if key not in self._paired:
             base = self._requests_for(users)
             cls = sample_classes(classes, base.n, np.random.default_rng([self.req.seed, users, 7]))
@@ -148,7 +172,7 @@ class Predictor:
                 ClosedLoop(users=users),
                 base.with_classes(cls),
                 unconditional_table(classes, k),
-                self.resolved.largest_batch(self.workload, k=k),
+                cap,
                 draft_steps=draft_steps_table(classes, k),
             )
             self._paired[key] = run_paired(
@@ -160,8 +184,9 @@ class Predictor:
         return self._paired[key]
 
     def sim_speedup(self, users: int, classes: tuple[TrafficClass, ...], k: int) -> float:
-        """Simulated throughput speedup; exactly 1 for K = 0."""
-        if k == 0:
+        """Simulated throughput speedup; exactly 1 for K = 0 unless the launched server's
+        drafter KV holds its batch below the baseline's (:meth:`off_binds`)."""
+        if k == 0 and not self.off_binds(users):
             return 1.0
         s = self.paired(users, classes, k).speedup.throughput_speedup
         return float("nan") if s is None else s
@@ -210,10 +235,12 @@ class Predictor:
         """Simulated (throughput speedup, TPOT speedup, P99 ITL-per-token ratio on ÷ off) over
         the ranges: the paired simulation rerun at the two corners of the closed-form speedup at
         this concurrency, on the same requests and random numbers."""
-        if k == 0:
+        if k == 0 and not self.off_binds(users):
             one = Interval(low=1.0, high=1.0)
             return one, one, one
-        if not self.ranges.varying() and self.ranges.covariance is None:
+        if k == 0 or (not self.ranges.varying() and self.ranges.covariance is None):
+            # K = 0 on a server that holds fewer: the same steps on both sides, so the ranges
+            # of the step-time constants move both alike; the capped batch is the difference
             run = self.paired(users, classes, k)
             return (
                 _interval([run.speedup.throughput_speedup]),

@@ -329,19 +329,23 @@ def kv_tokens_needed(concurrency: int, workload: WorkloadConfig, max_num_seqs: i
     return int(min(concurrency, max_num_seqs) * workload.mean_sequence_tokens())
 
 
-def speculative_kv_slots(drafter: DrafterConfig, k: int) -> int:
-    """KV slots a running sequence holds beyond its own tokens while speculating with K drafts
-    (0 at K = 0).
+def speculative_kv_slots(drafter: DrafterConfig, k: int, *, launched: int | None = None) -> int:
+    """KV slots a running sequence holds beyond its own tokens at a step of K drafts, on a
+    server started with ``launched`` (``num_speculative_tokens``; None: K itself) — 0 on a
+    server without speculation.
 
     vLLM 0.32's scheduler allocates each running request its computed tokens plus the step's
     new ones — the K unverified drafts among them — and ``VllmConfig.num_lookahead_tokens`` more
-    (``vllm/v1/core/sched/scheduler.py``, ``kv_cache_manager.allocate_slots``): K for EAGLE,
-    EAGLE-3, MTP and a draft model, whose drafter writes KV past the verified range; none for
-    n-gram and suffix decoding, which keep no KV (``vllm/config/vllm.py``).
+    (``vllm/v1/core/sched/scheduler.py``, ``kv_cache_manager.allocate_slots``): the launched K
+    for EAGLE, EAGLE-3, MTP and a draft model, whose drafter writes KV past the verified range,
+    at every step, a step that a batch-size schedule (``num_speculative_tokens_per_batch_size``)
+    runs with fewer drafts or none included; none for n-gram and suffix decoding, which keep no
+    KV (``vllm/config/vllm.py``).
     """
-    if k <= 0:
+    launched = k if launched is None else launched
+    if launched <= 0:
         return 0
-    return k if isinstance(drafter, HOST_DRAFTERS) else 2 * k
+    return k if isinstance(drafter, HOST_DRAFTERS) else k + launched
 
 
 class ArmCaps(Frozen):
@@ -368,12 +372,15 @@ class BatchRoom:
     kv_tokens_speculative: int
     drafter: DrafterConfig
 
-    def largest_batch(self, sequence_tokens: float, k: int) -> int:
+    def largest_batch(self, sequence_tokens: float, k: int, *, launched: int | None = None) -> int:
         """The most sequences of ``sequence_tokens`` each (at their full length) one arm holds,
         capped by ``max_num_seqs``: K = 0 the server without speculation, K ≥ 1 the speculative
-        one, whose sequences also hold :func:`speculative_kv_slots`."""
-        room = self.kv_tokens_baseline if k <= 0 else self.kv_tokens_speculative
-        per_seq = sequence_tokens + speculative_kv_slots(self.drafter, k)
+        one, whose sequences also hold :func:`speculative_kv_slots`. ``launched``: the K the
+        speculative server was started with, where a batch-size schedule runs K (0 included)
+        below it — it keeps the drafter's KV and its lookahead slots."""
+        started = k if launched is None else launched
+        room = self.kv_tokens_baseline if started <= 0 else self.kv_tokens_speculative
+        per_seq = sequence_tokens + speculative_kv_slots(self.drafter, k, launched=launched)
         return max(1, min(self.max_num_seqs, int(room // per_seq)))
 
 
@@ -452,10 +459,13 @@ class ResolvedDeployment:
             drafter=self.config.drafter,
         )
 
-    def largest_batch(self, workload: WorkloadConfig, *, k: int) -> int:
+    def largest_batch(
+        self, workload: WorkloadConfig, *, k: int, launched: int | None = None
+    ) -> int:
         """The largest batch one arm holds on ``workload``'s sequences: K = 0 the server without
-        speculation, K ≥ 1 the speculative one (:meth:`BatchRoom.largest_batch`)."""
-        return self.batch_room.largest_batch(workload.mean_sequence_tokens(), k)
+        speculation, K ≥ 1 the speculative one; ``launched``: a speculative server started with
+        that K running K (:meth:`BatchRoom.largest_batch`)."""
+        return self.batch_room.largest_batch(workload.mean_sequence_tokens(), k, launched=launched)
 
     def compute_bound_tokens(self) -> float:
         """Tokens per step at which the target's weight GEMMs turn compute-bound (effective rates)."""
