@@ -101,40 +101,61 @@ def test_a_server_launched_with_drafts_keeps_their_lookahead_slots_at_k_0() -> N
     assert speculative_kv_slots(ngram, 2, launched=3) == 2
 
 
-def test_speculation_off_is_priced_at_the_speculative_servers_own_batch() -> None:
+def test_speculation_off_is_priced_on_the_launched_server() -> None:
+    """A level a batch-size schedule runs at K = 0: the server started at K = 3 holds the
+    drafter's KV and 3 lookahead slots a sequence, and runs the drafter's first forward every
+    step (vLLM's dynamic speculative decoding keeps the drafter's KV in step)."""
     req = _request()
     pred = Predictor(req)
     classes = req.workload.classes
-    assert pred.sim_speedup(84, classes, 0) == 1.0  # no server launched: the baseline itself
+    assert pred.sim_speedup(84, classes, 0) == 1.0  # none launched: the baseline itself
     pred.launch(3)
     # 182,579 tokens beside the drafter's KV // (2,304 + 3 lookahead slots)
-    assert pred.off_cap() == 79 and pred.off_binds(84) and not pred.off_binds(64)
+    assert pred.off_cap() == 79
     run = pred.paired(84, classes, 0)
     assert int(run.spec_trace.step_n_running.max()) == 79
     assert int(run.baseline_trace.step_n_running.max()) == 84
-    off = pred.sim_speedup(84, classes, 0)
-    assert off == run.speedup.throughput_speedup and off < 1.0  # 5 users queue, no draft helps
-    assert pred.sim_speedup(64, classes, 0) == 1.0  # both servers hold 64: the same steps
+    # at 64 both hold the batch: the drafter's forward alone is the difference
+    both = pred.paired(64, classes, 0)
+    assert int(both.spec_trace.step_n_running.max()) == 64
+    assert bool(both.spec_trace.step_dt_s.mean() > both.baseline_trace.step_dt_s.mean())
+    at_84, at_64 = pred.sim_speedup(84, classes, 0), pred.sim_speedup(64, classes, 0)
+    assert at_84 == run.speedup.throughput_speedup
+    assert at_84 < at_64 < 1.0  # 5 users queue at 84, besides the drafter's forward
     thr = pred.sim_intervals(84, classes, 0)[0]
-    assert thr.low is not None and thr.high is not None and thr.low <= off <= thr.high < 1.0
+    assert thr.low is not None and thr.high is not None and thr.low <= at_84 <= thr.high < 1.0
 
 
 def test_a_host_drafter_switched_off_holds_what_the_baseline_holds() -> None:
     pred = Predictor(_request("ngram", None))
     pred.launch(3)
-    assert pred.off_cap() == pred.b_max and not pred.off_binds(84)
+    assert pred.off_cap() == pred.b_max
 
 
-def test_the_plans_off_levels_show_the_drafters_room(plans: Plans) -> None:
-    """A schedule that switches speculation off at the peak, where the baseline holds 150
-    sequences of 1,280 tokens (204,609 // 1,280 = 159) and the speculative server, drafting
-    none, 142 (182,579 // 1,283)."""
-    args = (*ARGS[: ARGS.index("--prompt-len")], "--prompt-len", "fixed:1024", "--k", "3")
-    d = plans(
-        *args, "--class", "chat:1:0.4", "--concurrency", "16", "--peak-concurrency", "150"
-    ).json
+OFF_AT_PEAK = ("--prompt-len", "fixed:1024", "--k", "3", "--class", "chat:1:0.4",
+               "--concurrency", "16", "--peak-concurrency", "150")  # fmt: skip
+
+
+def test_a_schedules_off_levels_run_on_the_server_it_launches(plans: Plans) -> None:
+    """The schedule switches speculation off at the peak, where the baseline holds all 150
+    sequences of 1,280 tokens (204,609 // 1,280 = 159) and the server launched with the
+    schedule's largest K (its ``num_speculative_tokens``), drafting none, 182,579 // (1,280 + K)."""
+    d = plans(*ARGS[: ARGS.index("--prompt-len")], *OFF_AT_PEAK).json
+    launched = d["speculative_config"]["num_speculative_tokens"]
+    assert launched == max(r["k"] for r in d["rows"]) >= 1
     peak = next(r for r in d["rows"] if r["concurrency"] == 150)
     assert peak["k"] == 0
-    assert peak["batch"] == {"baseline": 150, "speculative": 142}
+    assert peak["batch"] == {"baseline": 150, "speculative": 182_579 // (1_280 + launched)}
     assert peak["throughput_speedup"] < 1.0
     assert peak["throughput_speedup_interval"]["high"] < 1.0
+
+
+def test_one_fixed_k_routes_its_off_levels_to_a_pool_without_speculation(plans: Plans) -> None:
+    """Before vLLM's batch-size schedules, the plan's K = 0 levels are traffic routed to servers
+    without speculation: the baseline itself."""
+    d = plans(*ARGS[: ARGS.index("--prompt-len")], *OFF_AT_PEAK, "--engine-version", "0.31").json
+    off = [r for r in d["rows"] if r["k"] == 0]
+    assert off, d["rows"]
+    for r in off:
+        assert r["throughput_speedup"] == 1.0
+        assert r["batch"]["speculative"] == r["batch"]["baseline"]

@@ -45,3 +45,34 @@ def test_prefills_apart_cost_the_decodes_nothing(cost_8b: StepCostModel) -> None
     decode = alone.step_n_decode > 0
     lone = cost_8b.step_seconds(k=2, n_decode=8, ctx_decode=8 * 3000)
     assert alone.step_dt_s[decode].max() < 1.2 * lone < shared.step_dt_s.max()
+
+
+def test_a_step_of_no_drafts_on_a_launched_server_runs_the_drafters_first_forward(
+    cost_8b: StepCostModel,
+) -> None:
+    """vLLM's dynamic speculative decoding at K = 0 still runs the drafter's first forward (it
+    keeps the drafter's KV in step, ``vllm/v1/spec_decode/llm_base_proposer.py``): a level run
+    at K = 0 on a server started at K = 3, and a schedule's K = 0 steps, cost more than the
+    same steps without speculation (a closed loop without think time: the same steps whatever
+    they cost)."""
+    off = scenario(0, 0.7, ClosedLoop(users=8), 40)
+    on = dataclasses.replace(off, launched=3)
+    assert not fast_path_applies(on, cost_8b)
+    plain = run_engine(cost_8b, off, np.random.default_rng(2))
+    kept = run_engine(cost_8b, on, np.random.default_rng(2))
+    np.testing.assert_array_equal(kept.step_tokens, plain.step_tokens)
+    assert (kept.step_dt_s > plain.step_dt_s).all()
+    # a schedule that drops to K = 0 above 4 running, against speculation disabled above 4
+    # (traffic routed to a server without it): the same steps, the K = 0 ones dearer
+    base = scenario(3, 0.7, ClosedLoop(users=8), 40)
+    rng = np.random.default_rng
+    sched = run_engine(
+        cost_8b, dataclasses.replace(base, k_by_batch=[[1, 4, 3], [5, 8, 0]]), rng(2)
+    )
+    routed = run_engine(cost_8b, dataclasses.replace(base, disable_above_batch=4), rng(2))
+    np.testing.assert_array_equal(sched.step_k, routed.step_k)
+    np.testing.assert_array_equal(sched.step_tokens, routed.step_tokens)
+    zero, drafting = sched.step_k == 0, sched.step_k > 0
+    assert zero.any() and drafting.any()
+    assert (sched.step_dt_s[zero] > routed.step_dt_s[zero]).all()
+    np.testing.assert_array_equal(sched.step_dt_s[drafting], routed.step_dt_s[drafting])

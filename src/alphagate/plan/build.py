@@ -253,9 +253,9 @@ def _rows(pred: Predictor, policy: _Policy, classes: list[_Cls]) -> list[LoadRow
     for c in policy.levels:
         k = policy.k_at[c]
         fixed = pred.paired(c, blend, policy.fixed_k)
-        # K = 0: the speculative server with its drafts off, the same as the baseline unless
-        # the drafter's KV holds its batch lower
-        drafting = k > 0 or pred.off_binds(c)
+        # K = 0: the launched speculative server with its drafts off (its drafter's first
+        # forward still runs, its KV still held), or a pool without speculation
+        drafting = k > 0 or pred.off_simulated()
         on = pred.paired(c, blend, k).spec if drafting else fixed.baseline
         off = fixed.baseline
         best_k, best_s = pred.best_k_sim(c, blend)
@@ -368,7 +368,7 @@ def _routed_speedups(
 ) -> tuple[float, float]:
     """(speedup of the speculative pool's traffic, fleet-wide speedup with the rest at 1×)."""
     keep = [c.cls for c in classes if c.cls.name not in away]
-    if not keep or (k == 0 and not pred.off_binds(req.concurrency)):
+    if not keep or (k == 0 and not pred.off_simulated()):
         return 1.0, 1.0
     total = sum(c.share for c in keep)
     pool = tuple(c.model_copy(update={"share": c.share / total}) for c in keep)
@@ -410,6 +410,15 @@ class _Evaluation(NamedTuple):
     away: list[str]
 
 
+def _launched(policy: _Policy) -> int:
+    """The K the speculative server starts with where a batch-size schedule switches its drafts
+    off at some levels, so that server runs them; 0 for one fixed K, whose levels past the
+    crossover are routed to a pool without speculation, and for a policy that never drafts."""
+    if not policy.dynamic:
+        return 0
+    return max([0, *policy.schedule, *policy.k_at.values()])
+
+
 def _evaluate(
     pred: Predictor,
     req: PlanRequest,
@@ -418,7 +427,7 @@ def _evaluate(
     also_away: frozenset[str] = frozenset(),
 ) -> _Evaluation:
     """Predict ``policy`` at every level and per class, and decide (:func:`_verdict`)."""
-    pred.launch(policy.fixed_k)
+    pred.launch(_launched(policy))
     rows = _rows(pred, policy, classes)
     class_rows = _class_rows(pred, req, policy, classes)
     k_t = policy.k_at[req.concurrency]
@@ -1001,7 +1010,7 @@ def _shipped_interval(
 ) -> Interval:
     """Throughput speedup of what is shipped at the target (the pool left after routing), over
     the ranges."""
-    if k == 0 and not pred.off_binds(req.concurrency):
+    if k == 0 and not pred.off_simulated():
         return Interval(low=1.0, high=1.0)
     return _intervals(pred, req.concurrency, k, classes, _pool(classes, away))[0]
 
@@ -1035,7 +1044,7 @@ def _uncertainty(
     peak_iv = (
         decision if req.peak == c
         else _intervals(pred, req.peak, k_peak, classes, pool)[0]
-        if k_peak or pred.off_binds(req.peak)
+        if k_peak or pred.off_simulated()
         else Interval(low=1.0, high=1.0)
     )  # fmt: skip
     peak_value = pred.sim_speedup(req.peak, pool, k_peak)

@@ -102,18 +102,19 @@ class Predictor:
         self.design = CostDesign(self.cost, self.ranges, self._rebuild)
         self._requests: dict[int, RequestSet] = {}
         self._paired: dict[
-            tuple[int, tuple[TrafficClass, ...], int, int, Coefficients | None], PairedRun
+            tuple[int, tuple[TrafficClass, ...], int, int, int, Coefficients | None], PairedRun
         ] = {}
         self.lengths = pooled_lengths(req.workload.classes)
         #: suffix decoding: the cap its profiles were measured at (its K; None: chains)
         self.suffix_cap = None if self.lengths is None else int(self.lengths.size - 1)
-        #: the K the speculative server is started with (:meth:`launch`; 0: not yet chosen).
-        #: A level the policy runs at K = 0 is that server with its drafts off, not a baseline
+        #: the K the speculative server is started with where a batch-size schedule runs some
+        #: levels at K = 0 on it (:meth:`launch`; 0: a K = 0 level is a server without
+        #: speculation — routed to one, or none launched)
         self.launched = 0
 
     def launch(self, k: int) -> None:
-        """The policy starts the speculative server with K drafts: its levels at K = 0 are priced
-        on that server (:meth:`off_binds`)."""
+        """The policy starts the speculative server with K drafts and a schedule that switches
+        them off at some batch sizes: its levels at K = 0 are priced on that server."""
         self.launched = k
 
     def off_cap(self) -> int:
@@ -125,10 +126,12 @@ class Predictor:
             return self.b_max
         return self.resolved.largest_batch(self.workload, k=0, launched=self.launched)
 
-    def off_binds(self, concurrency: int) -> bool:
-        """Whether speculation switched off at ``concurrency`` still runs fewer sequences than
-        the server without speculation would (the drafter's KV stays allocated)."""
-        return self.off_cap() < min(concurrency, self.b_max)
+    def off_simulated(self) -> bool:
+        """Whether a level at K = 0 differs from the server without speculation: on a launched
+        server it still runs the drafter's first forward every step (vLLM's dynamic speculative
+        decoding keeps the drafter's KV in step: ``vllm/v1/spec_decode/llm_base_proposer.py``)
+        and holds the drafter's KV and its lookahead slots (:meth:`off_cap`)."""
+        return self.launched > 0
 
     def batch(self, concurrency: int) -> float:
         """The baseline's steady batch at a concurrency: capped by what it holds (the closed
@@ -163,7 +166,8 @@ class Predictor:
         its own largest batch."""
         # K = 0: the launched server with its drafts off (its own cap; the baseline's if none)
         cap = self.off_cap() if k == 0 else self.resolved.largest_batch(self.workload, k=k)
-        key = (users, classes, k, cap, None if cost is None else cost.coefficients)
+        launched = self.launched if k == 0 else 0
+        key = (users, classes, k, cap, launched, None if cost is None else cost.coefficients)
         if key not in self._paired:
             base = self._requests_for(users)
             cls = sample_classes(classes, base.n, np.random.default_rng([self.req.seed, users, 7]))
@@ -174,6 +178,7 @@ class Predictor:
                 unconditional_table(classes, k),
                 cap,
                 draft_steps=draft_steps_table(classes, k),
+                launched=self.launched if k == 0 else 0,
             )
             self._paired[key] = run_paired(
                 cost or self.cost,
@@ -184,9 +189,9 @@ class Predictor:
         return self._paired[key]
 
     def sim_speedup(self, users: int, classes: tuple[TrafficClass, ...], k: int) -> float:
-        """Simulated throughput speedup; exactly 1 for K = 0 unless the launched server's
-        drafter KV holds its batch below the baseline's (:meth:`off_binds`)."""
-        if k == 0 and not self.off_binds(users):
+        """Simulated throughput speedup; exactly 1 for K = 0 unless that level runs on a
+        launched speculative server (:meth:`off_simulated`)."""
+        if k == 0 and not self.off_simulated():
             return 1.0
         s = self.paired(users, classes, k).speedup.throughput_speedup
         return float("nan") if s is None else s
@@ -235,19 +240,19 @@ class Predictor:
         """Simulated (throughput speedup, TPOT speedup, P99 ITL-per-token ratio on ÷ off) over
         the ranges: the paired simulation rerun at the two corners of the closed-form speedup at
         this concurrency, on the same requests and random numbers."""
-        if k == 0 and not self.off_binds(users):
+        if k == 0 and not self.off_simulated():
             one = Interval(low=1.0, high=1.0)
             return one, one, one
-        if k == 0 or (not self.ranges.varying() and self.ranges.covariance is None):
-            # K = 0 on a server that holds fewer: the same steps on both sides, so the ranges
-            # of the step-time constants move both alike; the capped batch is the difference
+        if not self.ranges.varying() and self.ranges.covariance is None:
             run = self.paired(users, classes, k)
             return (
                 _interval([run.speedup.throughput_speedup]),
                 _interval([run.speedup.tpot_mean_speedup]),
                 _interval([_p99_ratio(run)]),
             )
-        spread = self.speedup_spread(classes, k, users)
+        # K = 0 on the launched server: the corners where its K's drafter and host costs are
+        # dearest and cheapest, which are what the level pays for besides the baseline's steps
+        spread = self.speedup_spread(classes, k or self.launched, users)
         runs = [self.paired(users, classes, k)] + [
             self.paired(users, classes, k, self.design.at(at))
             for at in (spread.low_at, spread.high_at)

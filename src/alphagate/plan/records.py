@@ -333,8 +333,10 @@ class LoadRow(Frozen):
     )
     batch: ArmCaps | None = Field(
         default=None,
-        description="running sequences of each server here (the speculative one at the fixed "
-        "K): the concurrency, or the most its KV room holds (None: a plan written before)",
+        description="running sequences of each server here (the speculative one at this "
+        "level's K; at K = 0 the server a batch-size schedule launched, with its drafts off, or "
+        "the baseline where the level is routed to it): the concurrency, or the most its KV "
+        "room holds (None: a plan written before)",
     )
 
 

@@ -103,7 +103,7 @@ def queue_line(p: Plan) -> str:
     if not at:
         return ""
     return (
-        f"The speculative server (K={p.fixed_k}) runs fewer sequences than the baseline — {at}: "
+        f"The speculative server runs fewer sequences than the baseline — {at}: "
         "the drafter's KV shares the cache and each sequence holds its draft and lookahead "
         "slots, so its other users queue."
     )

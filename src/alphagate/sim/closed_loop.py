@@ -58,6 +58,7 @@ def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
         and arr.think_time_s == 0.0
         and (sc.disable_above_batch is None or sc.disable_above_batch >= batch)
         and sc.k_by_batch is None
+        and sc.launched == 0
         and not sc.prefill_apart
         and (
             cost is None

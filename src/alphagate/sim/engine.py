@@ -66,6 +66,12 @@ class Scenario:
     #: no cost to the decoding sequences (a disaggregated prefill with room to spare;
     #: ``explain``'s counterfactual without prefill interference)
     prefill_apart: bool = False
+    #: the K the server was started with when it is more than ``k`` (a level that a batch-size
+    #: schedule runs with fewer drafts or none): a step of K = 0 still runs the drafter's first
+    #: forward, which keeps its KV in step with the target's (vLLM's dynamic speculative
+    #: decoding, ``vllm/v1/spec_decode/llm_base_proposer.py``), and the server's speculative
+    #: per-step costs; 0: none beyond ``k``
+    launched: int = 0
 
 
 @dataclass
@@ -227,9 +233,13 @@ class _Server:
         p_ctx = int(self.ctx[has].sum())
         p_pairs = float((alloc * (self.ctx + 0.5 * alloc)).sum())
         n_dec = int(dec.sum())
-        proposing = self.steps_cdf is not None and k > 0
+        # a step drafting nothing on a server started to speculate: a schedule's K = 0 (a
+        # batch-size schedule, or a level run at K = 0 on the launched server) still proposes
+        launched = self.sc.launched > 0 or (self.k > 0 and self.sc.k_by_batch is not None)
+        variable = self.steps_cdf is not None and k > 0
+        proposing = variable or (k == 0 and launched)
         # variable lengths: the verify pass holds what each sequence drafted, on average
-        drafts = self.step_drafted / max(n_dec, 1) if proposing else float(k)
+        drafts = self.step_drafted / max(n_dec, 1) if variable else float(k)
         return self.cost.step_seconds(
             k=drafts,
             proposing=proposing,

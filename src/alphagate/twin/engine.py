@@ -309,11 +309,13 @@ class TwinEngine:
             else:
                 self._drafted, self._accepted = drafted_and_accepted(u, self._steps_cdf, cls)
         ctx = float(sum(r.prompt_tokens + r.generated - 1 for r in decoding))
-        proposing = self._steps_cdf is not None and k > 0
+        variable = self._steps_cdf is not None and k > 0
         return self.cost.step_seconds(
             # drafts of variable length: the verify pass holds what each sequence drafted
-            k=float(self._drafted.sum()) / n if proposing and n else k,
-            proposing=proposing,
+            k=float(self._drafted.sum()) / n if variable and n else k,
+            # a schedule's K = 0 on a speculative server still runs the drafter's first forward
+            # (vLLM's dynamic speculative decoding, vllm/v1/spec_decode/llm_base_proposer.py)
+            proposing=variable or (k == 0 and self.config.speculative),
             n_decode=n,
             ctx_decode=ctx,
             prefill_tokens=float(take.sum()),
