@@ -78,8 +78,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The integration tier: the modules above, the ``timing`` tests, and the ``slow`` ones —
+    heavy pure computations (a head trained with torch, Monte-Carlo studies of thousands of
+    windows, the default 70B sweep) that start nothing but would hold the unit tier past its
+    minute. ``make test`` runs them all: it selects on ``timing`` alone."""
     for item in items:
-        if _integration_path(Path(str(item.fspath))) or item.get_closest_marker("timing"):
+        if (
+            _integration_path(Path(str(item.fspath)))
+            or item.get_closest_marker("timing")
+            or item.get_closest_marker("slow")
+        ):
             item.add_marker(pytest.mark.integration)
 
 

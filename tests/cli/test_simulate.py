@@ -10,6 +10,7 @@ from tests.conftest import Cli
 from tests.results_files import LLAMA_8B, SMALL_SWEEP
 
 
+@pytest.mark.slow  # the default sweep, 6 mixes × 4 loads × 3 K with ranges: ~7 s of CPU
 def test_default_simulation_70b_fp8_on_h100(cli: Cli) -> None:
     d = cli.json("simulate")
     assert d["deployment_detail"]["tp"] == 2 and "Llama-3.3-70B" in d["deployment"]

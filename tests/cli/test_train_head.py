@@ -13,6 +13,10 @@ import pytest
 from tests.conftest import Cli
 from tests.train.synthetic import Synthetic, tokenizer, write_log
 
+#: every test reads the synthetic target and log (seconds of torch and speculators imports and a
+#: model build), and three train a head: ~25 s of CPU, run by ``make test``
+pytestmark = pytest.mark.slow
+
 
 def _run(s: Synthetic, out: Path, *extra: str, json_out: bool = False) -> object:
     args = [

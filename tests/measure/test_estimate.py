@@ -30,6 +30,7 @@ def test_no_drafts_is_no_estimate() -> None:
     assert e.draft_acceptance_rate is None and e.draft_acceptance_rate_ci is None
 
 
+@pytest.mark.slow  # 400 windows, each three roots of ρ(α): ~2–3 s of CPU a case
 @pytest.mark.parametrize(("alpha", "k"), [(0.6, 3), (0.85, 5)])
 def test_intervals_cover_the_truth(alpha: float, k: int) -> None:
     """Over 400 windows of 500 drafts each, the 95% intervals contain the true ρ, τ, α₁ about
@@ -67,6 +68,7 @@ def _window(
     return float(len(alphas) * steps), acc, [float(v) for v in per]
 
 
+@pytest.mark.slow  # 300 windows, twice estimated: ~3–4 s of CPU
 def test_batches_keep_the_interval_honest_for_mixed_traffic() -> None:
     """70% chat (α 0.7) and 30% code (α 0.4) requests, 40 requests of 50 steps in a window seen
     as 10 batches of 4 requests. Steps of one request share its α, so independent-steps intervals

@@ -24,6 +24,9 @@ VLLM_FIELDS = json.loads(
 )
 #: the same traffic as MIX with a weaker chat head (α 0.6): no K pays at concurrency 256
 MIX_LOW = ("--class", "chat:0.7:0.6", "--class", "code:0.3:0.4")
+#: for the tests of what a plan reads and prints, not of the K it picks: one K to evaluate
+#: instead of 1…K max at every batch size, which halves a plan's CPU
+ONE_K = ("--k", "2")
 
 
 def _rho(alpha: float, k: int) -> float:
@@ -52,8 +55,9 @@ def test_decision_flips_with_concurrency(plans: Plans) -> None:
 
 
 def test_decision_flips_with_alpha(plans: Plans) -> None:
-    assert plans("--class", "chat:1.0:0.8", "--concurrency", "256").json["verdict"] == "go"
-    assert plans("--class", "chat:1.0:0.4", "--concurrency", "256").json["verdict"] == "no-go"
+    # at concurrency 64 (a plan at 256 simulates four times the users for the same flip)
+    assert plans("--class", "chat:1.0:0.8", "--concurrency", "64").json["verdict"] == "go"
+    assert plans("--class", "chat:1.0:0.4", "--concurrency", "64").json["verdict"] == "no-go"
 
 
 def test_decision_flips_with_short_outputs(plans: Plans) -> None:
@@ -73,7 +77,7 @@ def test_priors_that_straddle_break_even_mean_measure_first(plans: Plans) -> Non
 
 
 def test_a_class_below_the_gate_is_routed_away(plans: Plans) -> None:
-    d = plans("--class", "chat:0.8:0.8", "--class", "code:0.2:0.3", "--concurrency", "200").json
+    d = plans("--class", "chat:0.8:0.8", "--class", "code:0.2:0.3", "--concurrency", "64").json
     assert d["verdict"] == "go for some classes only"
     assert d["routed_away"] == ["code"]
     assert [c["clears_gate"] for c in d["classes"]] == [True, False]
@@ -291,7 +295,7 @@ def test_vllm_config_uses_only_speculative_config_fields(plans: Plans) -> None:
     [(["--method", "ngram"], "ngram"), (["--method", "draft_model"], "draft_model")],
 )
 def test_other_methods_and_sglang(cli: Cli, args: list[str], method: str) -> None:
-    base = ["--class", "code:1.0:0.5", "--concurrency", "8", "--model", "llama-3.1-8b"]
+    base = ["--class", "code:1.0:0.5", "--concurrency", "8", "--model", "llama-3.1-8b", *ONE_K]
     d = cli.json("plan", *base, *args)
     assert d["speculative_config"]["method"] == method
     assert set(d["speculative_config"]) <= set(VLLM_FIELDS["fields"])
@@ -346,12 +350,12 @@ def test_chat_code_plan_golden(plans: Plans) -> None:
 
 # ---------------------------------------------------------------- α sources
 def test_alpha_sources_are_labelled(cli: Cli, plans: Plans, tmp_path: Path) -> None:
-    given = plans("--class", "chat:1:0.7", "--concurrency", "16").json
+    given = plans(*MIX, "--concurrency", "64").json  # α typed in --class
     assert (
         given["classes"][0]["alpha_source"] == "given" and given["classes"][0]["source"] == "given"
     )
     ours = tmp_path / "measure.json"
-    from_ours = ("--concurrency", "16", "--alpha-from", str(ours))
+    from_ours = ("--concurrency", "16", *ONE_K, "--alpha-from", str(ours))
     ours.write_text(
         json.dumps(
             {"classes": {"chat": {"alpha": 0.75}, "code": {"draft_acceptance_rate": 0.2, "k": 3}}}
@@ -388,6 +392,7 @@ def test_one_overall_figure_applies_to_all_classes_only_when_asked(
         "code:0.4",
         "--concurrency",
         "16",
+        *ONE_K,
         "--alpha-from",
         str(vllm_result),
     ]
@@ -417,6 +422,7 @@ def test_bench_summary_is_read_through_its_type(cli: Cli, tmp_path: Path) -> Non
         "chat:1.0",
         "--concurrency",
         "16",
+        *ONE_K,
         "--alpha-from",
         str(f),
         "--alpha-overall",
@@ -498,7 +504,7 @@ def test_credentials_in_a_url_never_reach_the_plan(plans: Plans) -> None:
     """The plan is a shared file: ``user:password@`` and ``?api_key=`` are dropped from every URL
     it prints (the commands read the key from ALPHAGATE_API_KEY), and the rest is kept."""
     run = plans(
-        *MIX, "--concurrency", "64",
+        *MIX, "--concurrency", "64", *ONE_K,
         "--url", "http://bob:HUNTER2@10.0.0.5:8000/v1?api_key=SEKRIT&region=eu",
     )  # fmt: skip
     assert "HUNTER2" not in run.output and "SEKRIT" not in run.output

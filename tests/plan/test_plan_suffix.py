@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,8 @@ from alphagate.plan.records import Plan
 from alphagate.specs.deployment import SuffixParams
 from alphagate.theory.lengths import rate_and_length
 from tests.conftest import Cli
+from tests.plans import Plans
+from tests.shared import made_once, shared_root
 
 HERE = Path(__file__).parent
 K = 8
@@ -65,22 +66,37 @@ def _result(path: Path, accept: float) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+#: the plans' request lengths: a suffix plan simulates every step of each request at its
+#: measured draft lengths, so its cost grows with the output length; outputs of ~64 tokens cost
+#: a quarter of the default 256 (a 4 s plan, not 11–14 s, at α 0.5) and reach the same verdicts
+#: and gates the tests below check — what is tested is how the profile is read, not the lengths
+PLAN = (
+    "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--gpu", "h100", "--class",
+    "code:1.0", "-c", "4", "--output-len", "lognormal:64",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[float, str]:
-    d = tmp_path_factory.mktemp("suffix-plan")
-    return {a: str(_result(d / f"suffix-{a}.json", a)) for a in (0.5, 0.9)}
+    """The two results, written once per run at a path every worker shares (so that the plans
+    that read them, whose arguments name the path, are made once too)."""
+
+    def write(d: Path) -> None:
+        for a in (0.5, 0.9):
+            _result(d / f"suffix-{a}.json", a)
+
+    d = made_once(shared_root(tmp_path_factory) / "suffix-plan", write)
+    return {a: str(d / f"suffix-{a}.json") for a in (0.5, 0.9)}
 
 
-@cache
-def _run(path: str, *extra: str) -> dict[str, Any]:
-    return Cli().json(
-        "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--gpu", "h100", "--class",
-        "code:1.0", "--alpha-from", path, "-c", "4", *extra,
-    )  # fmt: skip
+def _run(plans: Plans, path: str) -> dict[str, Any]:
+    return plans(*PLAN[1:], "--alpha-from", path).json
 
 
-def test_the_measured_settings_are_served_at_their_cap(files: dict[float, str]) -> None:
-    d = _run(files[0.9])
+def test_the_measured_settings_are_served_at_their_cap(
+    plans: Plans, files: dict[float, str]
+) -> None:
+    d = _run(plans, files[0.9])
     assert d["speculative_config"] == {
         "method": "suffix",
         "num_speculative_tokens": K,
@@ -96,9 +112,9 @@ def test_the_measured_settings_are_served_at_their_cap(files: dict[float, str]) 
 
 
 def test_better_acceptance_pays_more_and_the_gate_is_on_tau(
-    files: dict[float, str], tmp_path: Path
+    plans: Plans, files: dict[float, str], tmp_path: Path
 ) -> None:
-    good, poor = _run(files[0.9]), _run(files[0.5])
+    good, poor = _run(plans, files[0.9]), _run(plans, files[0.5])
     assert good["headline_speedup"] > poor["headline_speedup"] > 0
     g = good["gate"]
     assert g is not None and g["k"] == K
@@ -114,7 +130,7 @@ def test_better_acceptance_pays_more_and_the_gate_is_on_tau(
     assert acceptance[0].threshold == pytest.approx(tau)
 
 
-def test_sglang_has_no_suffix_decoding_to_plan(files: dict[float, str]) -> None:
+def test_sglang_has_no_suffix_decoding_to_plan(plans: Plans, files: dict[float, str]) -> None:
     """SGLang's released server has no SUFFIX algorithm: the plan says so instead of printing a
     launch line its parser refuses (tests/real_engine/test_sglang.py runs that parser), and a
     vLLM suffix plan carries no SGLang flags."""
@@ -123,7 +139,7 @@ def test_sglang_has_no_suffix_decoding_to_plan(files: dict[float, str]) -> None:
         "--alpha-from", files[0.9], "-c", "4", "--engine", "sglang",
     )  # fmt: skip
     assert r.exit_code == 2 and "no suffix" in r.output and "--engine vllm" in r.output, r.output
-    assert _run(files[0.9])["sglang_flags"] == []
+    assert _run(plans, files[0.9])["sglang_flags"] == []
 
 
 def test_a_suffix_plan_without_a_profile_is_refused() -> None:
@@ -131,14 +147,13 @@ def test_a_suffix_plan_without_a_profile_is_refused() -> None:
     assert r.exit_code == 2 and "--alpha-from" in r.output and "Traceback" not in r.output
 
 
-def test_the_calibrated_re_plan_keeps_the_measured_draft_lengths(files: dict[float, str]) -> None:
+def test_the_calibrated_re_plan_keeps_the_measured_draft_lengths(
+    plans: Plans, files: dict[float, str]
+) -> None:
     """A suffix plan that says MEASURE FIRST prints a calibration and a re-plan; the re-plan
     reads the same measurement (a typed α cannot carry the draft lengths) and, short of the
     calibration it names, plans as printed."""
-    d = Cli().json(
-        "plan", "--method", "suffix", "--model", "llama-3.1-8b", "--gpu", "h100", "--class",
-        "code:1.0", "--alpha-from", files[0.5], "-c", "8",
-    )  # fmt: skip
+    d = _run(plans, files[0.5])
     assert d["verdict"] == "measure first" and d["uncertainty"]["settle_by"] == "calibrate"
     replan = shlex.split(d["uncertainty"]["settle_commands"][1])
     assert replan[:2] == ["alphagate", "plan"]

@@ -36,7 +36,8 @@ def _emission_moments(alpha_by_pos: list[float]) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize(("alpha", "k", "c"), [(0.7, 5, 0.05), (0.4, 3, 0.1), (0.9, 8, 0.02)])
-@pytest.mark.parametrize("fast", [True, False])
+# the per-step engine's 12 × 4000 tokens one step at a time: ~7 s of CPU over the three, `slow`
+@pytest.mark.parametrize("fast", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_batch_1_constant_cost_matches_closed_form(
     alpha: float, k: int, c: float, fast: bool
 ) -> None:
@@ -105,7 +106,11 @@ def _replications(run, reps: int) -> np.ndarray:  # type: ignore[no-untyped-def,
     return np.array([run(seed) for seed in range(reps)])
 
 
-@pytest.mark.parametrize(("users", "slots"), [(1, 256), (4, 256), (6, 3)])
+@pytest.mark.parametrize(
+    ("users", "slots"),
+    # one user runs the 60 requests one after another, ~4 s of CPU: `slow`
+    [pytest.param(1, 256, marks=pytest.mark.slow), (4, 256), (6, 3)],
+)
 def test_vectorized_agrees_with_per_token_reference_closed_loop(
     cost_8b: StepCostModel, users: int, slots: int
 ) -> None:
