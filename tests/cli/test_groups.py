@@ -146,3 +146,48 @@ def test_the_gates_flags_are_its_threshold_and_policy_records() -> None:
             (p,) = [p for p in gate.params if p.name == name]
             assert p.opts == ["--" + name.replace("_", "-")] and p.help == field.description
     assert {"--min-alpha", "--max-itl-per-token-p99-ms", "--min-drafts", "--max-age"} <= flags
+
+
+def _own_options(command: typer.models.CommandInfo) -> list[str]:
+    """The options and arguments a verb's function declares itself: not the context, and not
+    a group's (a dataclass of options, or a config record)."""
+    import dataclasses
+    import inspect
+    import typing
+
+    from pydantic import BaseModel
+
+    assert command.callback is not None
+    fn = inspect.unwrap(command.callback)
+    hints = typing.get_type_hints(fn, include_extras=True)
+    own = []
+    for name in inspect.signature(fn).parameters:
+        kind = hints.get(name)
+        grouped = isinstance(kind, type) and (
+            dataclasses.is_dataclass(kind) or issubclass(kind, BaseModel)
+        )
+        if kind is not typer.Context and not grouped:
+            own.append(name)
+    return own
+
+
+def _verbs(app: typer.Typer, prefix: str = "") -> dict[str, list[str]]:
+    verbs = {
+        prefix + (c.name or getattr(c.callback, "__name__", "?")): _own_options(c)
+        for c in app.registered_commands
+    }
+    for g in app.registered_groups:
+        assert g.typer_instance is not None
+        verbs |= _verbs(g.typer_instance, f"{prefix}{g.name} ")
+    return verbs
+
+
+def test_no_verb_declares_more_than_twelve_options_of_its_own() -> None:
+    """Past a dozen, a verb's flags are grouped (a coherent set declared once as a group)."""
+    from alphagate.cli import VERBS, app
+
+    verbs = _verbs(app)
+    assert {v.split()[0] for v in verbs} == set(VERBS)
+    assert len(verbs["train-head"]) > 0 and len(verbs["plan"]) > 0
+    crowded = {v: len(own) for v, own in verbs.items() if len(own) > 12}
+    assert not crowded, f"verbs with more than 12 options of their own: {crowded}"

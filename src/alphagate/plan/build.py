@@ -1025,6 +1025,110 @@ def _measured_alpha(req: PlanRequest, classes: list[_Cls]) -> dict[str, Any]:
     return {"alpha_from": [], "typed": typed}
 
 
+class _DecisionPoint(NamedTuple):
+    """Where the verdict's interval is read: the concurrency, its K, the interval, and whether
+    it holds 1×."""
+
+    at: int
+    k: int
+    interval: Interval
+    straddles: bool
+
+
+class _Settlement(NamedTuple):
+    """The cheapest measurement that would settle a verdict, the interval it would leave, and
+    the commands that run it."""
+
+    by: Literal["measure alpha", "calibrate", "ab"] | None = None
+    interval: Interval | None = None
+    commands: tuple[str, ...] = ()
+
+
+def _peak_interval(
+    pred: Predictor,
+    req: PlanRequest,
+    k_peak: int,
+    classes: list[_Cls],
+    pool: tuple[TrafficClass, ...],
+    decision: Interval,
+) -> Interval:
+    """The speedup's interval at the peak concurrency (1× where speculation is off there and
+    its traffic is routed to servers without it)."""
+    if req.peak == req.concurrency:
+        return decision
+    if k_peak or pred.off_simulated():
+        return _intervals(pred, req.peak, k_peak, classes, pool)[0]
+    return Interval(low=1.0, high=1.0)
+
+
+def _decision_point(
+    pred: Predictor,
+    req: PlanRequest,
+    policy: _Policy,
+    rows: list[LoadRow],
+    pool: tuple[TrafficClass, ...],
+    decision: Interval,
+) -> _DecisionPoint:
+    """The target when its interval holds 1×, else the peak — or the target at the best K when
+    speculation is off there but that K's gain is not clear of 1×."""
+    c = req.concurrency
+    straddles = decision.straddles(1.0)
+    at = c if straddles else req.peak
+    point = _DecisionPoint(at=at, k=policy.k_at[at], interval=decision, straddles=straddles)
+    t = _at(rows, c)
+    if (point.k == 0 and at == c) or (t.k == 0 and t.best_k_sim_speedup > 1.0):
+        best = pred.sim_intervals(c, pool, t.best_k_sim)[0]
+        if best.straddles(1.0):
+            return _DecisionPoint(at=c, k=t.best_k_sim, interval=best, straddles=True)
+    return point
+
+
+def _calibrated_interval(
+    pred: Predictor, pool: tuple[TrafficClass, ...], *, at: int, k: int
+) -> Interval:
+    """The speedup's interval at ``at`` once a calibration has determined each coefficient to
+    about ± CALIBRATED_SPREAD."""
+    ranges = pred.ranges.narrowed()
+    lo, hi = (
+        CostDesign(pred.cost, ranges)
+        .spread(lambda m: model_speedup(m, pool, k, pred.batch(at), pred.workload))
+        .ratio()
+    )
+    r_lo, r_hi = ranges.residual_factors()
+    sim = pred.sim_speedup(at, pool, k)
+    return Interval(low=sim * (lo * r_lo), high=sim * (hi * r_hi))
+
+
+def _settlement(
+    pred: Predictor,
+    req: PlanRequest,
+    classes: list[_Cls],
+    pool: tuple[TrafficClass, ...],
+    point: _DecisionPoint,
+    priors: list[str],
+) -> _Settlement:
+    """Measure the priors' α when the cost constants alone leave the verdict clear of 1×; else
+    calibrate — or, calibrated already (calibrating again the same way narrows nothing), A/B."""
+    constants_only = pred.sim_intervals(point.at, pool, point.k)[0]
+    if priors and not constants_only.straddles(1.0):
+        return _Settlement(by="measure alpha", interval=constants_only)
+    if pred.ranges.origin == "calibration":
+        return _Settlement(by="ab")
+    settled = _calibrated_interval(pred, pool, at=point.at, k=point.k)
+    replan = plan_argv(
+        req,
+        out=f"{req.out_stem}-calibrated.md",
+        calibration=CALIBRATION,
+        **_measured_alpha(req, classes),
+    )
+    calibrate = calibrate_argv(req, [req.concurrency, req.peak])
+    return _Settlement(
+        by="calibrate",
+        interval=settled,
+        commands=(shlex.join(calibrate), shlex.join(replan)),
+    )
+
+
 def _uncertainty(
     pred: Predictor,
     req: PlanRequest,
@@ -1036,69 +1140,28 @@ def _uncertainty(
 ) -> Uncertainty:
     """The ranges, the interval the verdict reads, and, when it (or the peak's) holds 1×, the
     cheapest measurement that would settle it with the interval it would leave there."""
-    c = req.concurrency
     priors = [x.cls.name for x in classes if x.kind == "prior"]
-    straddles = decision.straddles(1.0)
     pool = _pool(classes, away)
     k_peak = policy.k_at[req.peak]
-    peak_iv = (
-        decision if req.peak == c
-        else _intervals(pred, req.peak, k_peak, classes, pool)[0]
-        if k_peak or pred.off_simulated()
-        else Interval(low=1.0, high=1.0)
-    )  # fmt: skip
+    peak_iv = _peak_interval(pred, req, k_peak, classes, pool, decision)
     peak_value = pred.sim_speedup(req.peak, pool, k_peak)
-    at = c if straddles else req.peak
-    k = policy.k_at[at]
-    t = _at(rows, c)
-    if (k == 0 and at == c) or (t.k == 0 and t.best_k_sim_speedup > 1.0):
-        # speculation is off at the target: is the best K's gain clear of 1× (K = 0 there)?
-        best = pred.sim_intervals(c, pool, t.best_k_sim)[0]
-        if best.straddles(1.0):
-            at, k, straddles, decision = c, t.best_k_sim, True, best
-    settle: Literal["measure alpha", "calibrate", "ab"] | None = None
-    settled: Interval | None = None
-    commands: list[str] = []
-    if k > 0 and (straddles or peak_iv.straddles(1.0)):
-        constants_only = pred.sim_intervals(at, pool, k)[0]
-        if priors and not constants_only.straddles(1.0):
-            settle, settled = "measure alpha", constants_only
-        elif pred.ranges.origin == "calibration":
-            # calibrated already: calibrating again the same way narrows nothing
-            settle = "ab"
-        else:
-            settle = "calibrate"
-            # a calibration that determines each coefficient leaves about ± CALIBRATED_SPREAD
-            ranges = pred.ranges.narrowed()
-            lo, hi = (
-                CostDesign(pred.cost, ranges)
-                .spread(lambda m: model_speedup(m, pool, k, pred.batch(at), pred.workload))
-                .ratio()
-            )
-            r_lo, r_hi = ranges.residual_factors()
-            lo, hi = lo * r_lo, hi * r_hi
-            sim = pred.sim_speedup(at, pool, k)
-            settled = Interval(low=sim * lo, high=sim * hi)
-            replan = plan_argv(
-                req,
-                out=f"{req.out_stem}-calibrated.md",
-                calibration=CALIBRATION,
-                **_measured_alpha(req, classes),
-            )
-            commands = [shlex.join(calibrate_argv(req, [c, req.peak])), shlex.join(replan)]
+    point = _decision_point(pred, req, policy, rows, pool, decision)
+    settle = _Settlement()
+    if point.k > 0 and (point.straddles or peak_iv.straddles(1.0)):
+        settle = _settlement(pred, req, classes, pool, point, priors)
     return Uncertainty(
         origin=pred.ranges.origin,
         ranges=list(pred.ranges.varying()),
         alpha_priors=priors,
-        decision_concurrency=c,
-        decision_interval=decision,
+        decision_concurrency=req.concurrency,
+        decision_interval=point.interval,
         peak_interval=peak_iv,
         peak_speedup=peak_value,
-        straddles=straddles,
-        settle_at=at if settle else None,
-        settle_by=settle,
-        settle_commands=commands,
-        settled_interval=settled,
+        straddles=point.straddles,
+        settle_at=point.at if settle.by else None,
+        settle_by=settle.by,
+        settle_commands=list(settle.commands),
+        settled_interval=settle.interval,
     )
 
 

@@ -11,17 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from alphagate.cli._app import JsonOpt, app, status
-from alphagate.cli._check import bounded, deployment_errors, fail
+from alphagate.cli._check import deployment_errors, fail
 from alphagate.cli._groups import takes_groups
 from alphagate.cli._options import CalibrationOpt, DeploymentFlags, SeedOpt, calibrated_deployment
 from alphagate.cli._workload import LengthFlags, PlanMixFlags
-from alphagate.cli.plan._output import (
-    RunbookFlags,
-    check_plan_outputs,
-    out_stem,
-    plan_file,
-    show_plan,
-)
+from alphagate.cli.plan._load import PlanLoadFlags
+from alphagate.cli.plan._output import PlanOutputFlags, RunbookFlags, show_plan
 from alphagate.specs.calibration import CostOverrides
 
 if TYPE_CHECKING:
@@ -33,20 +28,8 @@ if TYPE_CHECKING:
 def plan_cmd(
     ctx: typer.Context,
     mix: PlanMixFlags,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, max=65_536, help="Target concurrency.")
-    ],
+    load: PlanLoadFlags,
     deploy: DeploymentFlags = DeploymentFlags(),
-    peak: Annotated[
-        int | None,
-        typer.Option(
-            "--peak-concurrency", min=1, max=65_536, help="Peak concurrency (default: the target)."
-        ),
-    ] = None,
-    slo: Annotated[
-        float | None,
-        bounded("--slo-p99-itl-ms", lo=1e-6, help="P99 ITL-per-token SLO (ms)."),
-    ] = None,
     engine: Annotated[
         Literal["vllm", "sglang"],
         typer.Option(
@@ -69,34 +52,8 @@ def plan_cmd(
     ] = None,
     lengths: LengthFlags = LengthFlags(),
     runbook: RunbookFlags = RunbookFlags(),
-    p99_budget: Annotated[
-        float | None,
-        bounded(
-            "--p99-budget",
-            lo=1.0,
-            hi=10.0,
-            help="Allow the candidate's P99 ITL per token at the target up to this many times the "
-            "baseline's (1.1 = 10% worse); default: not worse.",
-        ),
-    ] = None,
     seed: SeedOpt = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Write the markdown plan here, and the plan as JSON beside it (PATH.json, for "
-            "alphagate gate --plan); a .json PATH gets the JSON only.",
-        ),
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            help="Write PNG plots into this folder: speedup and K against concurrency, P50/P99 "
-            "ITL, α by position, acceptance length.",
-        ),
-    ] = None,
+    output: PlanOutputFlags = PlanOutputFlags(),
     calibration: CalibrationOpt = None,
     cost: CostOverrides = CostOverrides(),
     as_json: JsonOpt = False,
@@ -107,7 +64,7 @@ def plan_cmd(
     from alphagate.plan.fold import measured_suffix
     from alphagate.report.reasons import worded
 
-    check_plan_outputs(out, plot, [*(mix.alpha_from or []), calibration])
+    output.check([*(mix.alpha_from or []), calibration])
     _check_engine_version(engine_version)
     classes = mix.mix(k)
     trees = _measured_trees(mix.alpha_from) if engine == "sglang" else ()
@@ -118,17 +75,13 @@ def plan_cmd(
             deployment=dep,
             calibration=profile,
             workload=lengths.workload(classes),
-            concurrency=concurrency,
-            peak_concurrency=peak,
-            slo_p99_itl_ms=slo,
+            **load.fields(),
             engine=engine,
             engine_version=engine_version,
             k=k,
             seed=seed,
             **runbook.fields(),
-            p99_budget=p99_budget,
-            plan_file=plan_file(out),
-            out_stem=out_stem(out),
+            **output.fields(),
             calibration_file=None if calibration is None else str(calibration),
             alpha_files=tuple(str(f) for f in mix.alpha_from or []),
             alpha_overall=mix.alpha_overall,
@@ -136,7 +89,7 @@ def plan_cmd(
         )
         with status("planning…", as_json):
             plan = worded(build_plan(req))
-    show_plan(plan, out=out, plot=plot, as_json=as_json)
+    show_plan(plan, output, as_json=as_json)
 
 
 def _measured_trees(paths: list[Path] | None) -> tuple[MeasuredTree, ...]:

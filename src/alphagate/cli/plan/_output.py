@@ -1,5 +1,5 @@
 """What ``plan`` prints and writes besides the plan itself: the benchmark and gate commands of
-its runbook (an option group, :mod:`alphagate.cli._groups`), and the files it writes."""
+its runbook, and the files it writes (option groups, :mod:`alphagate.cli._groups`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from alphagate.cli._paths import check_no_overwrite, check_output_path
 if TYPE_CHECKING:
     from alphagate.plan.records import Plan
 
-__all__ = ["RunbookFlags", "check_plan_outputs", "out_stem", "plan_file", "show_plan"]
+__all__ = ["PlanOutputFlags", "RunbookFlags", "show_plan"]
 
 
 @dataclass(frozen=True)
@@ -71,31 +71,52 @@ class RunbookFlags:
         return asdict(self)
 
 
-def plan_file(out: Path | None) -> str:
-    """The plan JSON that ``--out`` writes (and the printed gate commands read)."""
-    if out is None:
-        return "plan.json"
-    return str(out if out.suffix.lower() == ".json" else out.with_suffix(".json"))
+@dataclass(frozen=True)
+class PlanOutputFlags:
+    """Where the plan and its plots are written."""
 
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the markdown plan here, and the plan as JSON beside it (PATH.json, for "
+            "alphagate gate --plan); a .json PATH gets the JSON only.",
+        ),
+    ] = None
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write PNG plots into this folder: speedup and K against concurrency, P50/P99 "
+            "ITL, α by position, acceptance length.",
+        ),
+    ] = None
 
-def out_stem(out: Path | None) -> str:
-    """Where the printed re-plan commands write, beside ``--out``."""
-    if out is None:
-        return "plan"
-    return str(out.with_suffix(""))
+    def check(self, inputs: list[Path | None]) -> None:
+        """``--out`` (and the JSON beside a markdown ``--out``) and ``--plot`` writable, and no
+        input overwritten."""
+        out = self.out
+        if out is not None:
+            check_output_path(out, "--out", directory=False)
+        if self.plot is not None:
+            check_output_path(self.plot, "--plot", directory=True)
+        written: list[tuple[Path | None, str, bool]] = (
+            [] if out is None else [(out, "--out", False)]
+        )
+        if out is not None and out.suffix.lower() != ".json":
+            written.append((out.with_suffix(".json"), "--out", False))
+        check_no_overwrite(written, inputs)
 
-
-def check_plan_outputs(out: Path | None, plot: Path | None, inputs: list[Path | None]) -> None:
-    """``--out`` (and the JSON beside a markdown ``--out``) and ``--plot`` writable, and no
-    input overwritten."""
-    if out is not None:
-        check_output_path(out, "--out", directory=False)
-    if plot is not None:
-        check_output_path(plot, "--plot", directory=True)
-    written: list[tuple[Path | None, str, bool]] = [] if out is None else [(out, "--out", False)]
-    if out is not None and out.suffix.lower() != ".json":
-        written.append((out.with_suffix(".json"), "--out", False))
-    check_no_overwrite(written, inputs)
+    def fields(self) -> dict[str, str]:
+        """The :class:`~alphagate.plan.PlanRequest` fields they give: the plan JSON ``--out``
+        writes (which the printed gate commands read), and where the printed re-plan commands
+        write, beside it."""
+        if self.out is None:
+            return {"plan_file": "plan.json", "out_stem": "plan"}
+        out = self.out
+        plan_json = out if out.suffix.lower() == ".json" else out.with_suffix(".json")
+        return {"plan_file": str(plan_json), "out_stem": str(out.with_suffix(""))}
 
 
 def _write(plan: Plan, out: Path) -> Path | None:
@@ -113,10 +134,11 @@ def _write(plan: Plan, out: Path) -> Path | None:
     return plan_json
 
 
-def show_plan(plan: Plan, *, out: Path | None, plot: Path | None, as_json: bool) -> None:
+def show_plan(plan: Plan, output: PlanOutputFlags, *, as_json: bool) -> None:
     """Write the plan and its plots, and print it (or its JSON) and where they went."""
     from alphagate.report.plan import render_plan_console
 
+    out, plot = output.out, output.plot
     plan_json = _write(plan, out) if out is not None else None
     if plot is not None:
         from alphagate.cli._plots import write_plots

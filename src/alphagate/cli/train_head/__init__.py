@@ -3,16 +3,18 @@ held-out requests of that log, and the files ``plan --alpha-from`` and ``gate --
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from alphagate.cli._app import JsonOpt, app
-from alphagate.cli._check import bounded, config_error, fail
+from alphagate.cli._check import config_error, fail
 from alphagate.cli._files import sigterm_as_interrupt
 from alphagate.cli._groups import takes_groups
 from alphagate.cli.measure._replay import ReplayRequests
+from alphagate.cli.train_head._flags import CheckpointFlags, SplitFlags, TrainingFlags
 from alphagate.cli.train_head._output import finish, interrupted, with_progress
 
 if TYPE_CHECKING:
@@ -34,34 +36,9 @@ def train_head(
             "--out", "-o", help="The new head's folder (vLLM loads it), with the run's files."
         ),
     ],
-    init: Annotated[
-        str | None,
-        typer.Option(
-            "--init",
-            help="The head to start from (vLLM's or the speculators format); default: a new head.",
-        ),
-    ] = None,
-    only_class: Annotated[
-        str | None, typer.Option("--class", help="Train on this class's requests only.")
-    ] = None,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Optimizer steps.")] = 300,
-    lr: Annotated[float, bounded("--lr", lo=1e-8, hi=1.0, help="AdamW learning rate.")] = 1e-3,
-    held_out: Annotated[
-        float,
-        bounded("--held-out", lo=0.01, hi=0.9, help="Share of requests held out (by request)."),
-    ] = 0.2,
-    k: Annotated[int, typer.Option("--k", min=1, max=16, help="K of the held-out α.")] = 3,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seeds the split and a new head.")] = 0,
-    checkpoint_every: Annotated[
-        int, typer.Option("--checkpoint-every", min=1, help="Steps between checkpoints.")
-    ] = 50,
-    eval_every: Annotated[
-        int | None,
-        typer.Option("--eval-every", min=1, help="Measure the held-out α every N steps."),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
-    ] = False,
+    training: TrainingFlags = TrainingFlags(),
+    split: SplitFlags = SplitFlags(),
+    checkpoints: CheckpointFlags = CheckpointFlags(),
     backend: Annotated[
         Literal["alphagate", "speculators"],
         typer.Option(
@@ -91,18 +68,11 @@ def train_head(
     """
     cfg = _config(
         requests,
+        training,
+        split,
+        checkpoints,
         target=target,
         out=out,
-        init=init,
-        only_class=only_class,
-        steps=steps,
-        lr=lr,
-        held_out=held_out,
-        k=k,
-        seed=seed,
-        checkpoint_every=checkpoint_every,
-        eval_every=eval_every,
-        resume=resume,
         backend=backend,
         run=run,
     )
@@ -119,19 +89,19 @@ def train_head(
     finish(cfg, result, as_json=as_json)
 
 
-def _config(requests: ReplayRequests, **fields: object) -> TrainHeadConfig:
+def _config(
+    requests: ReplayRequests,
+    *groups: TrainingFlags | SplitFlags | CheckpointFlags,
+    **fields: object,
+) -> TrainHeadConfig:
+    """The run's config: the log's requests, the groups' fields (named as the config's), and
+    ``fields``."""
     from pydantic import ValidationError
 
     from alphagate.train.config import TrainHeadConfig
 
-    r = requests.fields()
+    grouped = {k: v for g in groups for k, v in asdict(g).items()}
     try:
-        return TrainHeadConfig(
-            logs=r["logs"],
-            class_field=r["class_field"],
-            class_rules=r["class_rules"],
-            sample=r["sample"],
-            **fields,
-        )
+        return TrainHeadConfig(**requests.fields(), **grouped, **fields)
     except ValidationError as exc:
         config_error(exc)
