@@ -1009,9 +1009,8 @@ def _shipped_interval(
     pred: Predictor, req: PlanRequest, k: int, classes: list[_Cls], away: list[str]
 ) -> Interval:
     """Throughput speedup of what is shipped at the target (the pool left after routing), over
-    the ranges."""
-    if k == 0 and not pred.off_simulated():
-        return Interval(low=1.0, high=1.0)
+    the ranges (1× at K = 0 routed to servers without speculation,
+    :meth:`Predictor.sim_intervals`)."""
     return _intervals(pred, req.concurrency, k, classes, _pool(classes, away))[0]
 
 
@@ -1056,9 +1055,7 @@ def _peak_interval(
     its traffic is routed to servers without it)."""
     if req.peak == req.concurrency:
         return decision
-    if k_peak or pred.off_simulated():
-        return _intervals(pred, req.peak, k_peak, classes, pool)[0]
-    return Interval(low=1.0, high=1.0)
+    return _intervals(pred, req.peak, k_peak, classes, pool)[0]
 
 
 def _decision_point(

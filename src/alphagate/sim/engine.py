@@ -126,6 +126,9 @@ class _Server:
         self.k = sc.k
         self.thr = np.asarray(sc.unconditional, dtype=np.float64)[:, : max(sc.k, 1)]
         self.disable = sc.disable_above_batch
+        # a step drafting nothing on a server started to speculate still proposes: a batch-size
+        # schedule's K = 0, or a level run at K = 0 on the launched server
+        self.launched = sc.launched > 0 or (sc.k > 0 and sc.k_by_batch is not None)
         self.req = np.full(slots, -1, dtype=np.int64)
         self.rem = np.zeros(slots, dtype=np.int64)
         self.ctx = np.zeros(slots, dtype=np.int64)
@@ -233,11 +236,8 @@ class _Server:
         p_ctx = int(self.ctx[has].sum())
         p_pairs = float((alloc * (self.ctx + 0.5 * alloc)).sum())
         n_dec = int(dec.sum())
-        # a step drafting nothing on a server started to speculate: a schedule's K = 0 (a
-        # batch-size schedule, or a level run at K = 0 on the launched server) still proposes
-        launched = self.sc.launched > 0 or (self.k > 0 and self.sc.k_by_batch is not None)
         variable = self.steps_cdf is not None and k > 0
-        proposing = variable or (k == 0 and launched)
+        proposing = variable or (k == 0 and self.launched)
         # variable lengths: the verify pass holds what each sequence drafted, on average
         drafts = self.step_drafted / max(n_dec, 1) if variable else float(k)
         return self.cost.step_seconds(
