@@ -113,7 +113,7 @@ $(VLLM_VENV)/.installed: $(ARCTIC_WHEEL)
 	touch $@
 
 test-vllm: $(VENV)/.dev $(VLLM_VENV)/.installed
-	ALPHAGATE_RUN_VLLM=1 $(PY) -m pytest -q -p no:cacheprovider tests/real_engine
+	ALPHAGATE_RUN_VLLM=1 $(PY) -m pytest -q -p no:cacheprovider --durations=12 tests/real_engine
 
 bench: $(VENV)/.dev
 	$(PY) benchmarks/run_all.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = Path(os.environ.get("ALPHAGATE_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
@@ -22,6 +24,21 @@ MODEL_CACHE = (
 SPEC_LINE = re.compile(
     r"SpecDecoding metrics: Mean acceptance length: ([\d.]+).*?Accepted: (\d+) tokens, Drafted: (\d+) tokens"
 )
+
+
+def counts_agree(predicted: dict[str, Any], served: dict[str, Any]) -> bool:
+    """The offline replay's counters against vLLM's, under bf16: ties in the logits may flip a
+    token, and the rest of that request is then drawn again. Accepted tokens agree within 2%;
+    each position's count within 3%, or within one Poisson standard deviation (√count) where the
+    count is small — a position-2 count of 65 moves by 5 when one request's tail is redrawn.
+    """
+    p, v = predicted, served
+    if abs(p["accepted"] - v["accepted"]) > max(0.02 * v["accepted"], 2):
+        return False
+    return all(
+        abs(a - b) <= max(0.03 * b, math.sqrt(b), 2)
+        for a, b in zip(p["per_pos"], v["per_pos"], strict=True)
+    )
 
 
 def free_port() -> int:
