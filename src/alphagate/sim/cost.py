@@ -544,6 +544,11 @@ class StepCostModel:
         return {}
 
     @cached_property
+    def arrays(self) -> dict[tuple[object, ...], FloatArray]:
+        """As :attr:`memo`, for arrays (the closed form's step times over prefill counts)."""
+        return {}
+
+    @cached_property
     def _one_step(self) -> _OneStep:
         return _OneStep(self)
 

@@ -10,6 +10,7 @@ simulation) and are cross-checked against paired simulations in the tests and in
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +88,19 @@ def model_speedup(
     """
     if k == 0:
         return 1.0
+    key = ("speedup", classes, k, batch, workload)
+    if key not in cost.memo:  # a plan asks again for the same points (a K sweep, its intervals)
+        cost.memo[key] = _model_speedup(cost, classes, k, batch, workload)
+    return cost.memo[key]
+
+
+def _model_speedup(
+    cost: StepCostModel,
+    classes: tuple[TrafficClass, ...],
+    k: int,
+    batch: float,
+    workload: WorkloadConfig,
+) -> float:
     l_out = length_mean(workload.output_len)
     l_in = length_mean(workload.prompt_len)
     ctx = workload.mean_context()
@@ -114,17 +128,45 @@ def model_speedup(
         # requests finishing (and so prefilling) per step ~ Poisson(n · E / L̄_out); the step
         # time is convex in the tokens it carries, so average over the count, not the mean count
         j, pmf = _poisson_pmf(n * tokens_per_seq / l_out)
-        pre = j * l_in
-        t = cost.step_time(
-            k=drafts, n_decode=n, ctx_decode=n * ctx, prefill_tokens=pre, prefill_ctx=0.0,
-            prefill_pairs=pre * 0.5 * l_in, n_running=running, proposing=proposing,
-        )  # fmt: skip
+        step = _StepShape(
+            drafts=drafts, n=n, running=running, proposing=proposing, l_in=l_in, ctx=ctx
+        )
+        t = _step_times(cost, step, j.size)
         return n * tokens_per_seq / float((pmf * t).sum() / pmf.sum())
 
     key = ("decode tokens/s", batch, l_in, l_out, ctx)
     if key not in cost.memo:
         cost.memo[key] = tokens_per_s(0, 0, 1.0)
     return tokens_per_s(k, drafted, e, table is not None) / cost.memo[key]
+
+
+class _StepShape(NamedTuple):
+    """One arm's decode step at a batch, before the prefills that join it."""
+
+    drafts: float
+    n: float
+    running: float
+    proposing: bool
+    l_in: float
+    ctx: float
+
+
+def _step_times(cost: StepCostModel, step: _StepShape, count: int) -> FloatArray:
+    """Seconds of ``step`` with 0, 1, … ``count`` − 1 prompts prefilled in it. They depend on the
+    step's shape only, not on α: a break-even search or a K sweep prices the same steps with
+    other Poisson weights, so they are kept with the cost model and extended when a search
+    reaches further counts."""
+    key = ("step times by prefills", *step)
+    held = cost.arrays.get(key)
+    if held is None or held.size < count:
+        pre = np.arange(max(count, 2 * (0 if held is None else held.size)), dtype=np.float64)
+        pre *= step.l_in
+        held = cost.arrays[key] = cost.step_time(
+            k=step.drafts, n_decode=step.n, ctx_decode=step.n * step.ctx, prefill_tokens=pre,
+            prefill_ctx=0.0, prefill_pairs=pre * 0.5 * step.l_in, n_running=step.running,
+            proposing=step.proposing,
+        )  # fmt: skip
+    return held[:count]
 
 
 def breakeven_alpha_model(
