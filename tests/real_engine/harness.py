@@ -85,6 +85,82 @@ def _env() -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class ServerSpec:
+    """One vLLM server to start: its served name, speculative config and extra flags."""
+
+    name: str
+    spec: dict[str, object] | None = None
+    extra_args: tuple[str, ...] = ()
+
+
+def _command(model: Path, port: int, server: ServerSpec) -> list[str]:
+    cmd = [
+        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+        "--host", "127.0.0.1", "--port", str(port), "--served-model-name", server.name,
+        "--dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "8",
+        "--enforce-eager", "--seed", "0",
+    ]  # fmt: skip
+    if server.spec is not None:
+        cmd += ["--speculative-config", json.dumps(server.spec)]
+    return cmd + list(server.extra_args)
+
+
+def _healthy(server: VllmServer) -> bool:
+    """True once the server answers /health; raises if it exited."""
+    if server.proc.poll() is not None:
+        raise RuntimeError(
+            f"vLLM ({server.name}) exited with {server.proc.returncode}; see {server.log}:\n"
+            f"{server.log.read_text()[-3000:]}"
+        )
+    try:
+        with urllib.request.urlopen(server.url + "/health", timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _stop(server: VllmServer) -> None:
+    server.proc.terminate()
+    try:
+        server.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait(10)
+
+
+@contextmanager
+def vllm_servers(
+    model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float = 300.0
+) -> Iterator[list[VllmServer]]:
+    """vLLM OpenAI servers for ``model``, started together — their start-ups (imports, weights,
+    the memory profile: about 30 s each here) overlap on the machine's cores — and always
+    stopped on exit. Each logs to its own file in ``logdir``."""
+    started: list[VllmServer] = []
+    try:
+        for server in servers:
+            port = free_port()
+            log = logdir / f"vllm-{server.name}-{port}.log"
+            with log.open("wb") as fh:  # the child keeps its own descriptor
+                proc = subprocess.Popen(
+                    _command(model, port, server), stdout=fh, stderr=subprocess.STDOUT, env=_env()
+                )
+            started.append(VllmServer(f"http://127.0.0.1:{port}", server.name, log, proc))
+        deadline = time.monotonic() + timeout_s
+        waiting = list(started)
+        while waiting:
+            waiting = [s for s in waiting if not _healthy(s)]
+            if waiting and time.monotonic() > deadline:
+                names = ", ".join(f"{s.name} ({s.log})" for s in waiting)
+                raise RuntimeError(f"vLLM not healthy after {timeout_s:.0f} s: {names}")
+            if waiting:
+                time.sleep(1.0)
+        yield started
+    finally:
+        for srv in started:
+            _stop(srv)
+
+
 @contextmanager
 def vllm_server(
     model: Path,
@@ -95,61 +171,8 @@ def vllm_server(
     extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     """A vLLM OpenAI server for ``model`` (optionally speculative); always stopped on exit."""
-    port = free_port()
-    cmd = [
-        str(VLLM_PYTHON),
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--served-model-name",
-        name,
-        "--dtype",
-        "bfloat16",
-        "--max-model-len",
-        "1024",
-        "--max-num-seqs",
-        "8",
-        "--enforce-eager",
-        "--seed",
-        "0",
-    ]
-    if spec is not None:
-        cmd += ["--speculative-config", json.dumps(spec)]
-    cmd += list(extra_args)
-    log = logdir / f"vllm-{name}.log"
-    fh = log.open("wb")
-    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env())
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM ({name}) exited with {proc.returncode}; see {log}:\n{log.read_text()[-3000:]}"
-                )
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vLLM ({name}) not healthy after {timeout_s:.0f} s; see {log}")
-            time.sleep(1.0)
-        yield VllmServer(url, name, log, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        fh.close()
+    with vllm_servers(model, [ServerSpec(name, spec, extra_args)], logdir, timeout_s) as (srv,):
+        yield srv
 
 
 VLLM_BENCH = (

@@ -35,7 +35,7 @@ from alphagate.sim.uncertainty import CostDesign, scaled_speedup_interval
 from alphagate.specs import DeploymentConfig, Eagle3Drafter, WorkloadConfig, resolve_deployment
 from alphagate.specs.uncertainty import calibrated_ranges
 from alphagate.specs.workload import FixedLength
-from tests.real_engine.harness import vllm_server
+from tests.real_engine.harness import ServerSpec, vllm_servers
 from tests.real_engine.test_vllm import CODE_PROMPTS, _report
 
 OUTPUT = 48
@@ -118,14 +118,10 @@ def test_calibrate_predicts_the_speculative_speedup(
         "u3": (1, 4, 8),
     }  # fmt: skip
     got: dict[tuple[str, int | None], list[tuple[Observation, float]]] = {}
-    with (
-        vllm_server(tiny.target, "tiny", None, logdir) as base,
-        vllm_server(tiny.target, "tiny", spec3, logdir) as k3,
-        vllm_server(tiny.target, "tiny", spec2, logdir) as k2,
-        vllm_server(tiny.target, "tiny", spec1, logdir) as k1,
-        vllm_server(tiny.target, "tiny", untrained, logdir) as u3,
-    ):
-        urls = {"base": base.url, "k3": k3.url, "k2": k2.url, "k1": k1.url, "u3": u3.url}
+    specs = {"base": None, "k3": spec3, "k2": spec2, "k1": spec1, "u3": untrained}
+    servers = [ServerSpec("tiny", spec) for spec in specs.values()]
+    with vllm_servers(tiny.target, servers, logdir) as started:
+        urls = {name: srv.url for name, srv in zip(specs, started, strict=True)}
         for url in urls.values():  # first sight of each shape compiles: not measured
             _measure(url, 1, data, warmup=4)
         for _ in range(ROUNDS):
