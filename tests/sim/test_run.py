@@ -4,11 +4,13 @@ the same requests with speculation off."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from alphagate.sim.cost import StepCostModel, build_cost_model
-from alphagate.sim.run import run_paired, run_scenarios
+from alphagate.sim.run import BaselineRuns, run_paired, run_scenarios
 from alphagate.sim.workload import ClosedLoop, OpenLoop
 from alphagate.specs import DeploymentConfig, resolve_deployment
 from alphagate.specs.workload import FixedLength
@@ -68,3 +70,35 @@ def test_a_paired_runs_baseline_is_the_same_requests_without_speculation(
     assert p.baseline_trace.num_accepted_tokens == 0 and p.spec_trace.num_accepted_tokens > 0
     assert p.spec.output_tokens == p.baseline.output_tokens == int(sc.requests.output_len.sum())
     assert p.speedup.throughput_speedup > 1.0  # α 0.8 at a light load pays
+
+
+def test_a_baseline_kept_between_paired_runs_changes_nothing(cost_8b: StepCostModel) -> None:
+    """A K sweep and an α search share one baseline run on the closed-loop path: each paired
+    run is the one made without it, to the bit, and the baseline ran once."""
+    base = scenario(1, 0.5, ClosedLoop(users=8), 80, seed=4)
+    kept = BaselineRuns()
+    baselines = set()
+    for k, alpha in [(1, 0.5), (3, 0.5), (3, 0.9), (2, 0.2)]:
+        table = np.array([[alpha ** (j + 1) for j in range(k)]])
+        sc = replace(base, k=k, unconditional=table)
+        fresh = run_paired(cost_8b, sc, np.random.default_rng(k))
+        reused = run_paired(cost_8b, sc, np.random.default_rng(k), baselines=kept)
+        baselines.add(id(reused.baseline_trace))
+        for name in ("finish_s", "step_dt_s"):
+            np.testing.assert_array_equal(
+                getattr(reused.spec_trace, name), getattr(fresh.spec_trace, name)
+            )
+            np.testing.assert_array_equal(
+                getattr(reused.baseline_trace, name), getattr(fresh.baseline_trace, name)
+            )
+        assert reused.speedup == fresh.speedup
+    assert len(baselines) == 1  # run once, for the first pair
+
+
+def test_an_open_loop_baseline_is_never_kept(cost_8b: StepCostModel) -> None:
+    """Off the closed-loop path the baseline's arrivals are drawn: it is run every time."""
+    sc = scenario(3, 0.8, OpenLoop(rate=20.0), 40, seed=4)
+    kept = BaselineRuns()
+    a = run_paired(cost_8b, sc, np.random.default_rng(1), baselines=kept)
+    b = run_paired(cost_8b, sc, np.random.default_rng(1), baselines=kept)
+    assert a.baseline_trace is not b.baseline_trace

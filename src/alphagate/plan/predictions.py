@@ -29,7 +29,7 @@ from alphagate.sim.predict import (
     crossover_batch_model,
     model_speedup,
 )
-from alphagate.sim.run import PairedRun, run_paired
+from alphagate.sim.run import BaselineRuns, PairedRun, run_paired
 from alphagate.sim.sweep import default_num_requests
 from alphagate.sim.uncertainty import (
     CostDesign,
@@ -101,6 +101,7 @@ class Predictor:
             self.ranges = self.ranges.held()
         self.design = CostDesign(self.cost, self.ranges, self._rebuild)
         self._requests: dict[int, RequestSet] = {}
+        self._baselines = BaselineRuns()
         self._paired: dict[
             tuple[int, tuple[TrafficClass, ...], int, int, int, Coefficients | None], PairedRun
         ] = {}
@@ -185,6 +186,7 @@ class Predictor:
                 sc,
                 np.random.default_rng([self.req.seed, users, k]),
                 baseline_max_num_seqs=self.b_max,
+                baselines=self._baselines,
             )
         return self._paired[key]
 

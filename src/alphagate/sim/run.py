@@ -14,8 +14,9 @@ from alphagate.sim.closed_loop import fast_path_applies, run_closed_loop
 from alphagate.sim.cost import StepCostModel
 from alphagate.sim.engine import RunTrace, Scenario, run_engine
 from alphagate.sim.results import SimSummary, Speedups, speedups, summarize
+from alphagate.sim.workload import RequestSet
 
-__all__ = ["PairedRun", "run_paired", "run_scenarios"]
+__all__ = ["BaselineRuns", "PairedRun", "run_paired", "run_scenarios"]
 
 
 def run_scenarios(
@@ -53,6 +54,7 @@ def run_paired(
     *,
     baseline_max_num_seqs: int | None = None,
     record_chunks: bool = False,
+    baselines: BaselineRuns | None = None,
 ) -> PairedRun:
     """Run ``scenario`` and the same scenario with K = 0 (same requests, arrivals, lengths).
 
@@ -60,6 +62,12 @@ def run_paired(
     ``baseline_max_num_seqs`` the baseline's (None: the same), which holds more sequences where
     the drafter's KV takes room from the speculative one
     (:meth:`~alphagate.sim.cost.StepCostModel.arm_caps`).
+
+    ``baselines``: baseline runs kept between calls. On the closed-loop path a run without
+    speculation draws no random numbers and never reads the classes' acceptance, so the
+    baseline of the same requests, cap and cost model is one run whatever the K and α beside it
+    (a K sweep, a break-even search); the speculative arm's random numbers are the same as when
+    both arms run (the first child of ``rng.spawn``).
     """
     base_sc = Scenario(
         k=0,
@@ -69,6 +77,59 @@ def run_paired(
         max_num_seqs=baseline_max_num_seqs or scenario.max_num_seqs,
         label=f"{scenario.label} baseline".strip(),
     )
-    spec_t, base_t = run_scenarios(cost, [scenario, base_sc], rng, record_chunks=record_chunks)
-    spec_s, base_s = summarize(spec_t), summarize(base_t)
+    held = None if baselines is None else baselines.get(cost, base_sc, record_chunks)
+    if held is None:
+        spec_t, base_t = run_scenarios(cost, [scenario, base_sc], rng, record_chunks=record_chunks)
+        base_s = summarize(base_t)
+        if baselines is not None:
+            baselines.keep(cost, base_sc, record_chunks, base_t, base_s)
+    else:
+        (spec_t,) = run_scenarios(cost, [scenario], rng, record_chunks=record_chunks)
+        base_t, base_s = held
+    spec_s = summarize(spec_t)
     return PairedRun(spec_s, base_s, speedups(spec_s, base_s), spec_t, base_t)
+
+
+class BaselineRuns:
+    """Baseline runs kept between :func:`run_paired` calls, where one run serves them all: on
+    the closed-loop path a run without speculation draws no random numbers and never reads the
+    classes' acceptance, so the baseline of the same requests, cap and cost model is the same
+    whatever the K and α beside it (a K sweep, a break-even search). The speculative arm's
+    random numbers stay those of a run of both arms (the first child of ``rng.spawn``)."""
+
+    def __init__(self) -> None:
+        # keyed by identity; the entry holds the cost model and the lengths, so no id is reused
+        self._runs: dict[tuple[object, ...], _Held] = {}
+
+    @staticmethod
+    def _key(cost: StepCostModel, base: Scenario, record_chunks: bool) -> tuple[object, ...]:
+        req = base.requests
+        return (id(cost), id(req.prompt_len), id(req.output_len), base.arrivals,
+                base.max_num_seqs, record_chunks)  # fmt: skip
+
+    def get(
+        self, cost: StepCostModel, base: Scenario, record_chunks: bool
+    ) -> tuple[RunTrace, SimSummary] | None:
+        held = self._runs.get(self._key(cost, base, record_chunks))
+        return None if held is None else (held.trace, held.summary)
+
+    def keep(
+        self,
+        cost: StepCostModel,
+        base: Scenario,
+        record_chunks: bool,
+        trace: RunTrace,
+        summary: SimSummary,
+    ) -> None:
+        if fast_path_applies(base, cost):
+            self._runs[self._key(cost, base, record_chunks)] = _Held(
+                cost, base.requests, trace, summary
+            )
+
+
+@dataclass(frozen=True)
+class _Held:
+    cost: StepCostModel
+    requests: RequestSet
+    trace: RunTrace
+    summary: SimSummary

@@ -24,7 +24,7 @@ from alphagate.sim.cost import StepCostModel, build_cost_model
 from alphagate.sim.engine import Scenario
 from alphagate.sim.predict import breakeven_alpha_model, crossover_batch_model, single_class
 from alphagate.sim.results import SimSummary, Speedups, speedups, summarize
-from alphagate.sim.run import run_paired, run_scenarios
+from alphagate.sim.run import BaselineRuns, run_paired, run_scenarios
 from alphagate.sim.uncertainty import (
     CostDesign,
     breakeven_interval,
@@ -87,12 +87,16 @@ def _paired_speedup(
     requests: RequestSet,
     caps: ArmCaps,
     seed: int,
+    baselines: BaselineRuns | None = None,
 ) -> float:
     sc = Scenario(
         k, ClosedLoop(users=users), requests, unconditional_table(classes, k), caps.speculative,
         draft_steps=draft_steps_table(classes, k),
     )  # fmt: skip
-    run = run_paired(cost, sc, np.random.default_rng(seed), baseline_max_num_seqs=caps.baseline)
+    run = run_paired(
+        cost, sc, np.random.default_rng(seed), baseline_max_num_seqs=caps.baseline,
+        baselines=baselines,
+    )  # fmt: skip
     s = run.speedup.throughput_speedup
     return float("nan") if s is None else s
 
@@ -119,10 +123,11 @@ def breakeven_alpha_sim(
     each arm holds its own largest batch, at most ``max_num_seqs``)."""
     reqs = _one_class_requests(workload, users, num_requests or default_num_requests(users), seed)
     caps = cost.arm_caps(k, workload.mean_sequence_tokens(), max_num_seqs)
+    baselines = BaselineRuns()  # one baseline run for every α the bisection tries
 
     def pays(alpha: float) -> bool:
         one = single_class(alpha, lengths)
-        s = _paired_speedup(cost, one, k, users, reqs, caps, seed + 1)
+        s = _paired_speedup(cost, one, k, users, reqs, caps, seed + 1, baselines)
         return s >= 1.0
 
     if pays(0.0):
