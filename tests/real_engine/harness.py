@@ -133,9 +133,9 @@ def _stop(server: VllmServer) -> None:
 def vllm_servers(
     model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float = 300.0
 ) -> Iterator[list[VllmServer]]:
-    """vLLM OpenAI servers for ``model``, started together — their start-ups (imports, weights,
-    the memory profile: about 30 s each here) overlap on the machine's cores — and always
-    stopped on exit. Each logs to its own file in ``logdir``."""
+    """vLLM OpenAI servers for ``model``, launched together and always stopped on exit; each
+    logs to its own file in ``logdir``. (Started together they are not up sooner than one after
+    another on two cores: each worker binds to the same core, ``VLLM_CPU_OMP_THREADS_BIND``.)"""
     started: list[VllmServer] = []
     try:
         for server in servers:

@@ -28,7 +28,7 @@ from alphagate.bench.dataset import Prompt
 from alphagate.bench.runner import BenchRunner
 from alphagate.measure.estimate import estimate
 from tests.conftest import Cli
-from tests.real_engine.harness import REPO, ServerSpec, VllmServer, counts_agree, vllm_servers
+from tests.real_engine.harness import REPO, counts_agree, vllm_server
 
 MAX_TOKENS = 48
 CODE = [
@@ -130,24 +130,13 @@ def _sampled(url: str, model: str, out: Path, *, save_text: bool) -> dict[str, A
 
 
 @pytest.fixture(scope="module")
-def servers(tiny: Any, logdir: Path, _fixed_vllm: None) -> Iterator[dict[str, VllmServer]]:
-    """The baseline and the three speculative servers, started together (their start-ups
-    overlap)."""
-    specs = {"base": None, **{name: _spec(tiny, name)[0] for name in K}}
-    with vllm_servers(tiny.target, [ServerSpec(n, s) for n, s in specs.items()], logdir) as up:
-        yield dict(zip(specs, up, strict=True))
-
-
-@pytest.fixture(scope="module")
-def logs(
-    servers: dict[str, VllmServer], tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Path]:
+def logs(tiny: Any, logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The baseline server's traffic, recorded: greedy (per class) and sampled at T = 0.7."""
     d = tmp_path_factory.mktemp("offline-vllm")
     data = _dataset(d / "all.jsonl", {"code": CODE, "prose": PROSE})
-    url = servers["base"].url
-    _bench(url, "base", data, d / "greedy", "--save-text")
-    _sampled(url, "base", d / "sampled.jsonl", save_text=True)
+    with vllm_server(tiny.target, "base", None, logdir) as srv:
+        _bench(srv.url, "base", data, d / "greedy", "--save-text")
+        _sampled(srv.url, "base", d / "sampled.jsonl", save_text=True)
     return {"greedy": d / "greedy" / "requests.jsonl", "sampled": d / "sampled.jsonl", "dir": d}
 
 
@@ -182,24 +171,26 @@ def _counts(e: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", ["ngram", "draft", "eagle3"])
 def test_offline_prediction_agrees_with_vllm(
-    tiny: Any, servers: dict[str, VllmServer], logs: dict[str, Path], name: str
+    tiny: Any, logdir: Path, logs: dict[str, Path], name: str
 ) -> None:
-    drafter = _spec(tiny, name)[1]
+    spec, drafter = _spec(tiny, name)
     k = K[name]
     pred = _predict(tiny, logs["greedy"], drafter, k)
     got: dict[str, dict[str, Any]] = {}
     sampled = None
-    srv = servers[name]
-    for cls, prompts in (("code", CODE), ("prose", PROSE)):
-        data = _dataset(logs["dir"] / f"{name}-{cls}.jsonl", {cls: prompts})
-        a = _bench(srv.url, name, data, logs["dir"] / f"{name}-{cls}")["levels"][0]["acceptance"]
-        got[cls] = {
-            "drafts": a["num_drafts"], "draft_tokens": a["num_draft_tokens"],
-            "accepted": a["num_accepted_tokens"], "per_pos": a["accepted_per_pos"],
-            "rho": a["draft_acceptance_rate"],
-        }  # fmt: skip
-    if name != "ngram":
-        sampled = _sampled(srv.url, name, logs["dir"] / "unused", save_text=False)
+    with vllm_server(tiny.target, name, spec, logdir) as srv:
+        for cls, prompts in (("code", CODE), ("prose", PROSE)):
+            data = _dataset(logs["dir"] / f"{name}-{cls}.jsonl", {cls: prompts})
+            a = _bench(srv.url, name, data, logs["dir"] / f"{name}-{cls}")["levels"][0][
+                "acceptance"
+            ]
+            got[cls] = {
+                "drafts": a["num_drafts"], "draft_tokens": a["num_draft_tokens"],
+                "accepted": a["num_accepted_tokens"], "per_pos": a["accepted_per_pos"],
+                "rho": a["draft_acceptance_rate"],
+            }  # fmt: skip
+        if name != "ngram":
+            sampled = _sampled(srv.url, name, logs["dir"] / "unused", save_text=False)
     table = {cls: {"predicted": _counts(pred["classes"][cls]), "vllm": got[cls]} for cls in got}
     _report(f"offline/{name}", {"k": k, "classes": table, "wall_s": pred["offline"]["wall_s"]})
     for cls, row in table.items():

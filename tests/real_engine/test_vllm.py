@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,7 @@ from alphagate.bench.records import LevelSummary
 from alphagate.bench.runner import BenchRunner
 from alphagate.measure.prom import parse_spec_counters, spec_delta
 from alphagate.sim.results import speedups
-from tests.real_engine.harness import (
-    ServerSpec,
-    VllmServer,
-    run_vllm_bench,
-    vllm_server,
-    vllm_servers,
-)
+from tests.real_engine.harness import VllmServer, run_vllm_bench, vllm_server
 
 CODE_PROMPTS = [
     "def fibonacci(n):\n    ",
@@ -117,18 +110,10 @@ def _spec_configs(tiny: Any) -> dict[str, dict[str, object]]:
     }
 
 
-@pytest.fixture(scope="class")
-def servers(tiny: Any, logdir: Path) -> Iterator[dict[str, VllmServer]]:
-    """The baseline and the four speculative servers, started together (their start-ups
-    overlap) and stopped when the class's tests are done."""
-    specs = {"base": None, **_spec_configs(tiny)}
-    with vllm_servers(tiny.target, [ServerSpec(n, s) for n, s in specs.items()], logdir) as up:
-        yield dict(zip(specs, up, strict=True))
-
-
-@pytest.fixture(scope="class")
-def baseline_greedy(servers: dict[str, VllmServer]) -> list[str]:
-    return _greedy(servers["base"].url, "base")
+@pytest.fixture(scope="module")
+def baseline_greedy(tiny: Any, logdir: Path) -> list[str]:
+    with vllm_server(tiny.target, "base", None, logdir) as srv:
+        return _greedy(srv.url, "base")
 
 
 ACCEPTANCE: dict[str, float] = {}
@@ -143,14 +128,12 @@ def _report(key: str, value: object) -> None:
     REPORT.write_text(json.dumps(data, indent=2))
 
 
-class TestAcceptance:
-    """Each drafter on its own server: alphagate's figures are vLLM's counters and log."""
-
-    @pytest.mark.parametrize("config", ["ngram", "draft", "eagle3", "eagle3-untrained"])
-    def test_acceptance_equals_vllm_counters_and_log(
-        self, servers: dict[str, VllmServer], baseline_greedy: list[str], config: str
-    ) -> None:
-        srv = servers[config]
+@pytest.mark.parametrize("config", ["ngram", "draft", "eagle3", "eagle3-untrained"])
+def test_acceptance_equals_vllm_counters_and_log(
+    tiny: Any, logdir: Path, baseline_greedy: list[str], config: str
+) -> None:
+    spec = _spec_configs(tiny)[config]
+    with vllm_server(tiny.target, config, spec, logdir) as srv:
         before = _scrape(srv.url)
         offset = srv.log_offset()
         levels = _bench([("default", srv.url)], 2, 16, config)
@@ -168,34 +151,37 @@ class TestAcceptance:
         # ... and agree with vLLM's SpecDecoding log lines for the same window
         assert n_lines >= 1
         assert drafted == own.num_draft_tokens and acc == own.num_accepted_tokens
-        ACCEPTANCE[config] = float(a.draft_acceptance_rate or 0.0)
-        _report(
-            f"acceptance/{config}",
-            {
-                "draft_acceptance_rate": a.draft_acceptance_rate,
-                "mean_acceptance_length": a.mean_acceptance_length,
-                "per_position": a.per_position_acceptance,
-                "alpha_iid": a.alpha_iid,
-                "drafts": a.num_drafts,
-                "log_lines": n_lines,
-                "tokens_per_chunk": levels[0].overall.mean_tokens_per_chunk,
-                "tpot_ms": levels[0].overall.tpot_ms.mean,
-            },
-        )
-        # lossless: greedy output with speculation equals the baseline's
-        assert greedy == baseline_greedy
+    ACCEPTANCE[config] = float(a.draft_acceptance_rate or 0.0)
+    _report(
+        f"acceptance/{config}",
+        {
+            "draft_acceptance_rate": a.draft_acceptance_rate,
+            "mean_acceptance_length": a.mean_acceptance_length,
+            "per_position": a.per_position_acceptance,
+            "alpha_iid": a.alpha_iid,
+            "drafts": a.num_drafts,
+            "log_lines": n_lines,
+            "tokens_per_chunk": levels[0].overall.mean_tokens_per_chunk,
+            "tpot_ms": levels[0].overall.tpot_ms.mean,
+        },
+    )
+    # lossless: greedy output with speculation equals the baseline's
+    assert greedy == baseline_greedy
 
-    def test_trained_and_untrained_heads_are_told_apart(self) -> None:
-        if "eagle3" not in ACCEPTANCE or "eagle3-untrained" not in ACCEPTANCE:
-            pytest.skip("needs the EAGLE-3 acceptance tests to run first")
-        assert ACCEPTANCE["eagle3-untrained"] < 0.05
-        assert ACCEPTANCE["eagle3"] > ACCEPTANCE["eagle3-untrained"] + 0.1
+
+def test_trained_and_untrained_heads_are_told_apart() -> None:
+    if "eagle3" not in ACCEPTANCE or "eagle3-untrained" not in ACCEPTANCE:
+        pytest.skip("needs the EAGLE-3 acceptance tests to run first")
+    assert ACCEPTANCE["eagle3-untrained"] < 0.05
+    assert ACCEPTANCE["eagle3"] > ACCEPTANCE["eagle3-untrained"] + 0.1
 
 
 def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: Path) -> None:
     spec = _spec_configs(tiny)["ngram"]
-    servers = [ServerSpec("tiny"), ServerSpec("tiny", spec)]
-    with vllm_servers(tiny.target, servers, logdir) as (base, cand):
+    with (
+        vllm_server(tiny.target, "tiny", None, logdir) as base,
+        vllm_server(tiny.target, "tiny", spec, logdir) as cand,
+    ):
         levels = _bench([("baseline", base.url), ("candidate", cand.url)], 1, 12, "tiny")
     cmp = speedups(levels[1].overall, levels[0].overall)
     tpc = levels[1].overall.mean_tokens_per_chunk
