@@ -12,7 +12,7 @@ from alphagate.bench.config import BenchConfig, Level
 from alphagate.bench.dataset import load_prompts
 from alphagate.bench.records import RequestRecord
 from alphagate.bench.run import run_bench
-from alphagate.bench.validity import BOUNDS, ServerLag, run_validity
+from alphagate.bench.validity import BOUNDS, RunValidity, ServerLag, run_validity
 from alphagate.core.traffic import TrafficClass
 from alphagate.specs import DeploymentConfig, WorkloadConfig
 from alphagate.twin.config import TwinConfig
@@ -64,7 +64,7 @@ def test_client_lag_and_a_twin_behind_its_clock_are_distortion() -> None:
     assert resync.distorted and "gave the time up 2×" in resync.reasons[0]
 
 
-def _ab(hog: bool) -> list[bool]:
+def _ab(hog: bool) -> list[RunValidity]:
     """A bench against a twin of 6 ms steps, with or without two threads that hold the
     interpreter lock in ~5 ms slices each (the GIL's switch interval): the client loop waits
     up to two slices for its turn. (One such thread was enough on a quiet machine, not always
@@ -99,13 +99,23 @@ def _ab(hog: bool) -> list[bool]:
             stop.set()
             for h in hogs:
                 h.join()
-    return [r.validity.distorted for lv in result.levels for r in lv.runs if r.validity]
+    return [r.validity for lv in result.levels for r in lv.runs if r.validity]
 
 
 def test_a_client_starved_of_the_interpreter_is_marked_distorted() -> None:
-    assert _ab(hog=True) == [True]
+    assert [v.distorted for v in _ab(hog=True)] == [True]
 
 
 def test_a_quiet_run_is_not_distorted() -> None:
-    time.sleep(0.1)
-    assert _ab(hog=False) == [False]
+    """A quiet run is clean. On a shared 2-core CI machine a neighbour can starve one run for
+    real — which the check is right to flag — so up to three runs: a check that flags quiet
+    runs (too tight a bound, a lag measured wrong) flags all three and fails."""
+    seen: list[list[str]] = []
+    for _ in range(3):
+        time.sleep(0.1)
+        runs = _ab(hog=False)
+        assert len(runs) == 1
+        if not runs[0].distorted:
+            return
+        seen.append(runs[0].reasons)
+    pytest.fail(f"three quiet runs all flagged distorted: {seen}")
