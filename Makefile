@@ -77,12 +77,18 @@ system-deps:
 # windows; about one core), in the foreground; and the others (mostly CPU) on two
 # workers at the lowest priority (nice 19), so that they take only the CPU the timing tests leave
 # and never delay a twin's step or a client's read. The CPU tier's report is printed after.
+# Unless ALPHAGATE_SKIP_VLLM=1, the real-engine tier's virtualenv is installed meanwhile, also at
+# nice 19: the CPU tier ends minutes before the timing tier, and the install fills that gap.
 pytest: $(VENV)/.dev system-deps
-	@tmp=$$(mktemp -d); \
+	@tmp=$$(mktemp -d); vllm=""; \
+	if [ "$$ALPHAGATE_SKIP_VLLM" != "1" ]; then \
+	  nice -n 19 $(MAKE) --no-print-directory $(VLLM_VENV)/.installed > "$$tmp/vllm.log" 2>&1 & vllm=$$!; fi; \
 	nice -n 19 $(PY) -m pytest -q -n 2 --dist loadfile -m "not timing" -p no:cacheprovider \
 	  --basetemp "$$tmp/cpu" > "$$tmp/cpu.log" 2>&1 & cpu=$$!; \
-	$(PY) -m pytest -q -m timing --basetemp "$$tmp/timing"; timing=$$?; \
+	$(PY) -m pytest -q -m timing --durations=8 --basetemp "$$tmp/timing"; timing=$$?; \
 	wait $$cpu; rc=$$?; echo "--- the other tests (two workers, nice 19):"; cat "$$tmp/cpu.log"; \
+	if [ -n "$$vllm" ]; then wait $$vllm || echo "--- the vLLM virtualenv's install failed:"; \
+	  grep -v "^WARNING: Location" "$$tmp/vllm.log"; fi; \
 	rm -rf "$$tmp"; [ $$timing -eq 0 ] && [ $$rc -eq 0 ]
 
 # The unit tier: every test that starts no server, subprocess, browser or Prometheus (the
