@@ -47,7 +47,7 @@ def accepted_drafts(u: FloatArray, thresholds: FloatArray, cls: IntArray) -> Int
     out = np.empty(u.shape, dtype=np.int64)
     if thresholds.shape[0] == 1:
         return np.asarray(k - np.searchsorted(thresholds[0, ::-1], u, side="right"), np.int64)
-    for c in np.unique(cls):
+    for c in range(thresholds.shape[0]):  # a mask per class row (few); np.unique would sort
         sel = cls == c
         out[sel] = k - np.searchsorted(thresholds[c, ::-1], u[sel], side="right")
     return out
@@ -65,7 +65,7 @@ def drafted_and_accepted(
     cells = cdf.shape[1]
     width = math.isqrt(cells)
     idx = np.empty(u.shape, dtype=np.int64)
-    for c in np.unique(cls):
+    for c in range(cdf.shape[0]):
         sel = cls == c
         idx[sel] = np.searchsorted(cdf[c], u[sel], side="right")
     idx = np.minimum(idx, cells - 1)  # a uniform past a last share rounded below 1
