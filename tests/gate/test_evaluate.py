@@ -21,6 +21,7 @@ from alphagate.gate.evidence import ABSide, ab_value
 from alphagate.measure.estimate import AcceptanceEstimate, estimate
 from alphagate.measure.results import MeasureResult
 from tests.conftest import Cli
+from tests.plans import Plans
 from tests.records import streamed
 
 K = 3
@@ -210,7 +211,9 @@ def test_cli_point_values_from_vllm_bench_serve(cli: Cli, tmp_path: Path) -> Non
     assert d["exit_code"] == 3
 
 
-def test_cli_bad_input_is_exit_2_and_names_the_input(cli: Cli, tmp_path: Path) -> None:
+def test_cli_bad_input_is_exit_2_and_names_the_input(
+    cli: Cli, plans: Plans, tmp_path: Path
+) -> None:
     good = _measure_file(tmp_path / "good.json", 0.7, 5000)
     cases: list[tuple[list[str], str]] = [
         (["--measure", str(good)], "no rules"),
@@ -225,9 +228,8 @@ def test_cli_bad_input_is_exit_2_and_names_the_input(cli: Cli, tmp_path: Path) -
     cases.append((["--rules", str(tmp_path / "rules.json"), "--measure", str(good)], "metric"))
     (tmp_path / "notjson.json").write_text("{")
     cases.append((["--min-alpha", "0.5", "--measure", str(tmp_path / "notjson.json")], "JSON"))
-    no_go = tmp_path / "nogo.json"
-    r = cli.run("plan", "--class", "chat:1:0.2", "--concurrency", "256", "--out", str(no_go))
-    assert r.exit_code == 0 and json.loads(no_go.read_text())["verdict"] == "no-go"
+    no_go = plans("--class", "chat:1:0.2", "--concurrency", "256").folder / "plan.json"
+    assert json.loads(no_go.read_text())["verdict"] == "no-go"
     cases.append((["--plan", str(no_go), "--measure", str(good)], "no gate to apply"))
     for args, needle in cases:
         r = cli.run("gate", *args)
