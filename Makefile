@@ -92,9 +92,13 @@ pytest: $(VENV)/.dev system-deps
 	rm -rf "$$tmp"; [ $$timing -eq 0 ] && [ $$rc -eq 0 ]
 
 # The unit tier: every test that starts no server, subprocess, browser or Prometheus (the
-# `integration` marker, tests/conftest.py), on two workers: the quick check while editing.
+# `integration` marker, tests/conftest.py), on two workers: the quick check while editing. Each
+# file's tests stay on one worker (the plans they share are made once, not waited for), and
+# compiled bytecode is kept (an environment with PYTHONDONTWRITEBYTECODE set recompiles every
+# module and rewrites every test's asserts in each worker, each run: a few seconds a worker).
 test-unit: $(VENV)/.dev
-	$(PY) -m pytest -q -n 2 -m "not integration" -p no:cacheprovider
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile -m "not integration" \
+	  -p no:cacheprovider
 
 # The documentation site (MkDocs, Material theme): `make docs` builds it and serves it on
 # http://127.0.0.1:8800; `make test` builds it with --strict (a broken link or page fails).

@@ -62,10 +62,30 @@ INTEGRATION_MODULES = frozenset(
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: Test modules that load torch and transformers (tiny models built, saved and loaded back by
+#: the real loading code; a head trained): seconds of import in each worker before their first
+#: test, and seconds of CPU each. Pure computation, but not the unit tier's: it is numpy's.
+TORCH_MODULES = frozenset(
+    f"tests/{m}.py"
+    for m in (
+        "measure/offline/test_eagle3", "measure/offline/test_eagle3_numerics",
+        "measure/offline/test_extra",  # without transformers: torch is imported, then refused
+        "measure/offline/test_run", "measure/offline/test_suffix",
+        "measure/offline/test_tree_models",
+        "testing/test_tiny_models",
+        "train/test_head", "train/test_run", "train/test_speculators",
+    )
+)  # fmt: skip
+
+
 def _integration_path(path: Path) -> bool:
     """A module of the integration tier, or the real-engine folder (or a file in it)."""
     rel = path.resolve().relative_to(ROOT).as_posix()
-    return rel in INTEGRATION_MODULES or (rel + "/").startswith("tests/real_engine/")
+    return (
+        rel in INTEGRATION_MODULES
+        or rel in TORCH_MODULES
+        or (rel + "/").startswith("tests/real_engine/")
+    )
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

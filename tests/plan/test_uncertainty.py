@@ -82,10 +82,14 @@ def test_a_range_across_one_means_measure_first_and_names_the_calibration(plans:
     assert d["gate"] is not None and d["serve_candidate"]
 
 
-def test_clear_ranges_keep_go_and_no_go(plans: Plans) -> None:
+def test_a_clear_range_keeps_go(plans: Plans) -> None:
     go = plans("--class", "chat:1:0.7", "--concurrency", "16").json
     assert go["verdict"] == "go" and go["uncertainty"]["decision_interval"]["low"] > 1.0
     assert not go["uncertainty"]["straddles"] and go["uncertainty"]["settle_by"] is None
+
+
+@pytest.mark.slow  # a plan at concurrency 256 that simulates past the decode capacity
+def test_a_clear_no_go_at_the_peak(plans: Plans) -> None:
     no = plans("--class", "chat:1:0.2", "--concurrency", "256").json
     assert no["verdict"] == "no-go"
     row = next(r for r in no["rows"] if r["concurrency"] == 256)
