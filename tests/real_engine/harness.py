@@ -185,6 +185,28 @@ VLLM_BENCH = (
 )
 
 
+def vllm_bench_command(
+    url: str,
+    model: str,
+    tokenizer: Path,
+    dataset: Path,
+    *,
+    prompts: int,
+    concurrency: int,
+    output_len: int,
+) -> list[str]:
+    """``vllm bench serve`` from the vLLM venv over ``dataset`` (greedy, ``ignore_eos``), without
+    the flags that save its result (``vllm bench sweep serve`` adds its own)."""
+    return [
+        str(VLLM_PYTHON), "-c", VLLM_BENCH, "--backend", "openai", "--base-url", url,
+        "--endpoint", "/v1/completions", "--model", model, "--tokenizer", str(tokenizer),
+        "--dataset-name", "custom", "--dataset-path", str(dataset), "--skip-chat-template",
+        "--custom-output-len", str(output_len), "--ignore-eos", "--num-prompts", str(prompts),
+        "--max-concurrency", str(concurrency), "--temperature", "0", "--seed", "0",
+        "--metric-percentiles", "50,99",
+    ]  # fmt: skip
+
+
 def run_vllm_bench(
     url: str,
     model: str,
@@ -198,47 +220,18 @@ def run_vllm_bench(
 ) -> dict[str, object]:
     """vLLM's own benchmark client (``vllm bench serve``) from the vLLM venv; returns its result JSON."""
     out.mkdir(parents=True, exist_ok=True)
-    args = [
-        "--backend",
-        "openai",
-        "--base-url",
-        url,
-        "--endpoint",
-        "/v1/completions",
-        "--model",
-        model,
-        "--tokenizer",
-        str(tokenizer),
-        "--dataset-name",
-        "custom",
-        "--dataset-path",
-        str(dataset),
-        "--skip-chat-template",
-        "--custom-output-len",
-        str(output_len),
-        "--ignore-eos",
-        "--num-prompts",
-        str(prompts),
-        "--max-concurrency",
-        str(concurrency),
-        "--temperature",
-        "0",
-        "--seed",
-        "0",
-        "--save-result",
-        "--result-dir",
-        str(out),
-        "--result-filename",
-        "vllm-bench.json",
-        "--percentile-metrics",
-        "ttft,tpot,itl,e2el",
-        "--metric-percentiles",
-        "50,99",
-    ]
+    cmd = vllm_bench_command(
+        url, model, tokenizer, dataset,
+        prompts=prompts, concurrency=concurrency, output_len=output_len,
+    )  # fmt: skip
+    cmd += [
+        "--save-result", "--result-dir", str(out), "--result-filename", "vllm-bench.json",
+        "--percentile-metrics", "ttft,tpot,itl,e2el",
+    ]  # fmt: skip
     log = out / "vllm-bench.log"
     with log.open("wb") as fh:
         proc = subprocess.run(
-            [str(VLLM_PYTHON), "-c", VLLM_BENCH, *args],
+            cmd,
             stdout=fh,
             stderr=subprocess.STDOUT,
             env=_env(),

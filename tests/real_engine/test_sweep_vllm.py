@@ -18,30 +18,19 @@ from typing import Any
 
 from tests.conftest import Cli
 from tests.real_engine.harness import (
-    VLLM_BENCH,
     VLLM_PYTHON,
     ServerSpec,
     _command,
     _env,
     free_port,
+    vllm_bench_command,
 )
+from tests.real_engine.test_calibrate_vllm import CPU_SPEC
 from tests.real_engine.test_vllm import CODE_PROMPTS, _report
 
 K = 2
 OUTPUT = 48
 CONCURRENCY = (1, 4)
-
-
-def _bench_cmd(url: str, tokenizer: Path, data: Path) -> list[str]:
-    """``vllm bench serve`` as the sweep runs it (it adds the result flags itself)."""
-    return [
-        str(VLLM_PYTHON), "-c", VLLM_BENCH, "--backend", "openai", "--base-url", url,
-        "--endpoint", "/v1/completions", "--model", "tiny", "--tokenizer", str(tokenizer),
-        "--dataset-name", "custom", "--dataset-path", str(data), "--skip-chat-template",
-        "--custom-output-len", str(OUTPUT), "--ignore-eos", "--num-prompts", "16",
-        "--max-concurrency", "1", "--temperature", "0", "--seed", "0",
-        "--metric-percentiles", "50,99",
-    ]  # fmt: skip
 
 
 def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> None:
@@ -57,7 +46,9 @@ def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> No
     sweep = [
         str(VLLM_PYTHON), "-m", "vllm.benchmarks.sweep.serve",
         "--serve-cmd", shlex.join(_command(tiny.target, port, ServerSpec("tiny"))),
-        "--bench-cmd", shlex.join(_bench_cmd(url, tiny.target, data)),
+        "--bench-cmd", shlex.join(vllm_bench_command(
+            url, "tiny", tiny.target, data, prompts=16, concurrency=1, output_len=OUTPUT
+        )),  # the sweep sets --max-concurrency per run and adds the flags that save results
         "--after-bench-cmd", "true",  # its cache reset knows only the `vllm` script
         "--serve-params", str(serve), "--bench-params", str(bench),
         "--num-runs", "1", "--warmup-num-prompts", "4",
@@ -72,8 +63,6 @@ def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> No
     assert len(runs) == 2 * len(CONCURRENCY), sorted(map(str, exp.rglob("*")))
 
     gpu = tmp_path / "cpu.json"
-    from tests.real_engine.test_calibrate_vllm import CPU_SPEC
-
     gpu.write_text(json.dumps(CPU_SPEC))
     r = Cli(width=160).run(
         "calibrate", str(exp), "--model", str(Path(tiny.target) / "config.json"),
