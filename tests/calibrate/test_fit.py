@@ -35,9 +35,11 @@ LEVELS = [
 ]
 
 
-def _observe(c: int, k: int, n_in: int, n_out: int, n: int, seed: int) -> Observation:
+def _observe(
+    c: int, k: int, n_in: int, n_out: int, n: int, seed: int, truth: dict[str, float] = TRUTH
+) -> Observation:
     """One level run on the simulator with the true coefficients, read as a bench would."""
-    cost = build_cost_model(resolve_deployment(with_coefficients(BASE, TRUTH)))
+    cost = build_cost_model(resolve_deployment(with_coefficients(BASE, truth)))
     cls = (
         TrafficClass(name="a", share=1.0, alpha_by_pos=ALPHA)
         if k
@@ -115,6 +117,30 @@ def test_what_the_data_cannot_reach_stays_at_the_prior() -> None:
     note = prof.range_note(256, 3)
     assert note is not None and "256" in note and "K=3" in note
     assert prof.range_note(16) is None
+
+
+def test_the_cost_per_sequence_per_draft_forward_is_fitted_when_the_data_call_for_it() -> None:
+    """Held at its prior (zero) where the other terms explain the levels (the levels above: the
+    truth has none), freed where speculative steps grow with the batch faster than they can say
+    — a CPU-like 40 µs per sequence per draft forward — and then recovered: the steps the fit
+    prices at levels not measured agree with the truth's."""
+    held = fit.fit_profile(BASE, [_observe(*lv, seed=100 + i) for i, lv in enumerate(LEVELS)])
+    by = {c.name: c for c in held.coefficients}
+    for name in ("draft_seq_overhead_s", "spec_seq_overhead_s"):
+        assert by[name].value == 0.0 and by[name].determined_by == "prior", name
+    truth = {**TRUTH, "draft_seq_overhead_s": 40e-6}
+    obs = [_observe(*lv, seed=100 + i, truth=truth) for i, lv in enumerate(LEVELS)]
+    prof = fit.fit_profile(BASE, obs)
+    by = {c.name: c for c in prof.coefficients}
+    assert by["draft_seq_overhead_s"].determined_by != "prior"
+    assert by["draft_seq_overhead_s"].value == pytest.approx(40e-6, rel=0.25)
+    want = build_cost_model(resolve_deployment(with_coefficients(BASE, truth)))
+    have = build_cost_model(resolve_deployment(prof.deployment))
+    for k, b in ((3, 32.0), (1, 64.0), (5, 8.0)):
+        assert float(have.spec_step_time(b, k, 320.0)) == pytest.approx(
+            float(want.spec_step_time(b, k, 320.0)), rel=0.03
+        ), (k, b)
+    assert prof.rms_residual_pct < 1.0
 
 
 def test_a_queueing_level_is_refused() -> None:

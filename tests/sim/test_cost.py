@@ -284,6 +284,40 @@ def test_ngram_costs_host_time_per_step() -> None:
     t = cost.terms(k=5, n_decode=32, ctx_decode=32 * 500.0)
     assert cost.draft is None and float(t.draft_gemm) == 0.0
     assert float(t.host_draft) == 1.0  # once per step, whatever K
+    assert float(t.host_draft_seq) == 0.0  # no forwards, no attention metadata per sequence
+    assert float(t.host_spec_seq) == 32.0  # but each sequence's drafts are verified
+
+
+def test_host_cost_per_sequence_per_draft_forward(cost: StepCostModel) -> None:
+    """A model drafter rebuilds its attention metadata over the decoding sequences for every
+    draft forward: the term counts K × sequences, none without speculation; its coefficient
+    (zero by default) adds exactly its value per unit, and to the drafting part of a step."""
+    ks = np.asarray([0.0, 1.0, 3.0, 3.0])
+    b = np.asarray([8.0, 8.0, 8.0, 2.0])
+    t = cost.terms(k=ks, n_decode=b, ctx_decode=b * 500.0)
+    assert t.host_draft_seq.tolist() == [0.0, 8.0, 24.0, 6.0]
+    assert cost.coefficients.draft_seq_overhead_s == 0.0
+    more = cost.with_coefficients(replace(cost.coefficients, draft_seq_overhead_s=2e-6))
+    gap = more.step_time(k=ks, n_decode=b, ctx_decode=b * 500.0) - cost.step_time(
+        k=ks, n_decode=b, ctx_decode=b * 500.0
+    )
+    assert gap == pytest.approx([0.0, 16e-6, 48e-6, 12e-6], abs=1e-12)
+    _, draft = cost.step_parts(8.0, 3, 500.0)
+    _, draft_more = more.step_parts(8.0, 3, 500.0)
+    assert float(draft_more - draft) == pytest.approx(48e-6)
+
+
+def test_host_cost_per_sequence_per_speculative_step(cost: StepCostModel) -> None:
+    """The verify's and the rejection sampler's work per sequence: one per decoding sequence of
+    a speculative step whatever K is, none without speculation; part of the verify pass."""
+    ks = np.asarray([0.0, 1.0, 3.0, 3.0])
+    b = np.asarray([8.0, 8.0, 8.0, 2.0])
+    t = cost.terms(k=ks, n_decode=b, ctx_decode=b * 500.0)
+    assert t.host_spec_seq.tolist() == [0.0, 8.0, 8.0, 2.0]
+    more = cost.with_coefficients(replace(cost.coefficients, spec_seq_overhead_s=5e-6))
+    verify, _ = cost.step_parts(8.0, 3, 500.0)
+    verify_more, _ = more.step_parts(8.0, 3, 500.0)
+    assert float(verify_more - verify) == pytest.approx(40e-6)
 
 
 def test_host_terms(cost: StepCostModel) -> None:

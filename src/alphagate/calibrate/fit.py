@@ -73,6 +73,7 @@ FUNCTIONAL_FORM: Final = (
     "step = target_time_scale·(target GEMMs + attention + sampler + all-reduce + kernels) "
     "+ draft_time_scale·(the drafter's, K forwards) + step_overhead_s + per_seq_overhead_s·B "
     "+ per_token_overhead_s·T + spec_step_overhead_s·[K > 0] + draft_forward_overhead_s·K "
+    "+ spec_seq_overhead_s·B·[K > 0] + draft_seq_overhead_s·K·B "
     "+ sync_step_overhead_s·[the arm runs without async scheduling]; fitted to the mean decode "
     "step (and "
     "mean TTFT at concurrency 1, with request_overhead_s per request) of levels laid out in step "
@@ -93,6 +94,15 @@ LEVEL_FLOOR: Final = 0.02
 #: Standard errors scale with the fit's reduced χ² (the rows' noise as seen), but never below
 #: half the noise assumed from the samples and the simulated spread.
 CHI2_FLOOR: Final = 0.25
+#: Coefficients fitted only when the data call for them: the host time per decoding sequence per
+#: speculative step and per draft forward, which a GPU's batched tensor ops keep near zero (their
+#: priors hold them there) and vLLM's CPU build pays per request. Freed, each trades off against
+#: the host costs every row shares; so one is freed only when it explains what the other terms
+#: cannot: the data rows' weighted χ² falls by more than :data:`EVIDENCE_CHI2` (a likelihood-ratio
+#: test of one more coefficient: χ² with one degree of freedom, 9 ≈ three standard deviations).
+#: Levels the model fits to within their noise never pass it.
+ON_EVIDENCE: Final = frozenset({"spec_seq_overhead_s", "draft_seq_overhead_s"})
+EVIDENCE_CHI2: Final = 9.0
 #: A fit whose RMS relative residual is above this explains too little to price steps with: the
 #: profile is marked unusable. Good fits sit far below it: the twin round trip over HTTP
 #: (tests/calibrate/test_twin_roundtrip.py) fits to 0.3% RMS on a quiet machine and 0.8% (no
@@ -221,6 +231,7 @@ class _Solution(NamedTuple):
     se: FloatArray  # [coefficients + 1]
     share: FloatArray  # [coefficients + 1]
     cov: FloatArray  # [coefficients + 1, coefficients + 1]
+    chi2: float  # Σ weighted squared residuals of the data rows
 
 
 def _solve(rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]) -> _Solution:
@@ -264,7 +275,31 @@ def _solve(rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]
     share[idx] = np.clip(1.0 - PRIOR_WEIGHT * np.diag(cov), 0.0, 1.0)
     full = np.zeros((prior.size, prior.size))
     full[np.ix_(idx, idx)] = np.outer(s, s) * cov * max(chi2, CHI2_FLOOR)
-    return _Solution(theta=theta, se=se, share=share, cov=full)
+    return _Solution(theta=theta, se=se, share=share, cov=full, chi2=chi2 * dof)
+
+
+def _solve_nested(
+    rows: list[DesignRow], prior: FloatArray, free: npt.NDArray[np.bool_]
+) -> _Solution:
+    """:func:`_solve`, with the coefficients of :data:`ON_EVIDENCE` held at their prior unless
+    freeing them lowers the data rows' weighted χ² by more than :data:`EVIDENCE_CHI2`, one at a
+    time (forward selection: the one that lowers it most first)."""
+    extra = [j for j, n in enumerate(NAMES) if n in ON_EVIDENCE and free[j]]
+    current = free.copy()
+    current[extra] = False
+    best = _solve(rows, prior, current)
+    while extra:
+        trials = []
+        for j in extra:
+            trial = current.copy()
+            trial[j] = True
+            trials.append((_solve(rows, prior, trial), j))
+        solution, j = min(trials, key=lambda t: t[0].chi2)
+        if best.chi2 - solution.chi2 <= EVIDENCE_CHI2:
+            break
+        best, current[j] = solution, True
+        extra.remove(j)
+    return best
 
 
 def fit_profile(
@@ -292,7 +327,7 @@ def fit_profile(
     )  # fmt: skip
     x = np.stack([r.x for r in rows])
     # a coefficient is fitted when its term appears in some row (no drafter, no TP: held)
-    solution = _solve(rows, prior, np.abs(x).sum(axis=0) > 0)
+    solution = _solve_nested(rows, prior, np.abs(x).sum(axis=0) > 0)
     theta = solution.theta
     coefficients = _coefficients(solution, prior)
     points = _points(rows, x @ theta)

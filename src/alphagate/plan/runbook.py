@@ -244,6 +244,8 @@ def plan_argv(
             ("per_seq_overhead_us", "--per-seq-overhead-us"),
             ("per_token_overhead_us", "--per-token-overhead-us"),
             ("spec_step_overhead_ms", "--spec-overhead-ms"),
+            ("draft_seq_overhead_us", "--draft-seq-overhead-us"),
+            ("spec_seq_overhead_us", "--spec-seq-overhead-us"),
             ("target_time_scale", "--target-time-scale"),
             ("draft_time_scale", "--draft-time-scale"),
             ("draft_tp", "--draft-tp"),

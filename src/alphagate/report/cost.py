@@ -30,7 +30,9 @@ SHORT = {
     "host_seq": "host/seq",
     "host_token": "host/token",
     "host_spec": "host/spec",
+    "host_spec_seq": "host/sp.seq",
     "host_draft": "host/draft",
+    "host_draft_seq": "host/dr.seq",
     "host_sync": "host/sync",
 }
 

@@ -151,7 +151,9 @@ class StepTerms(NamedTuple):
     host_seq: FloatArray
     host_token: FloatArray
     host_spec: FloatArray
+    host_spec_seq: FloatArray
     host_draft: FloatArray
+    host_draft_seq: FloatArray
     host_sync: FloatArray
 
 
@@ -164,7 +166,9 @@ COEFFICIENTS: Final[dict[str, tuple[str, ...]]] = {
     "per_seq_overhead_s": ("host_seq",),
     "per_token_overhead_s": ("host_token",),
     "spec_step_overhead_s": ("host_spec",),
+    "spec_seq_overhead_s": ("host_spec_seq",),
     "draft_forward_overhead_s": ("host_draft",),
+    "draft_seq_overhead_s": ("host_draft_seq",),
     "sync_step_overhead_s": ("host_sync",),
 }
 
@@ -429,7 +433,9 @@ class HostTerms(NamedTuple, Generic[_Seconds]):
     seq: _Seconds  # running sequences
     token: _Seconds  # scheduled tokens
     spec: _Seconds  # 1 per speculative step
+    spec_seq: _Seconds  # decoding sequences of a speculative step
     draft: _Seconds  # draft forwards (n-gram: 1 per speculative step)
+    draft_seq: _Seconds  # decoding sequences × draft forwards (a model drafter's)
     sync: _Seconds  # 1 per step of an arm that runs without async scheduling
 
 
@@ -443,7 +449,9 @@ class Coefficients:
     per_seq_overhead_s: float = 0.0
     per_token_overhead_s: float = 0.0
     spec_step_overhead_s: float = 0.0
+    spec_seq_overhead_s: float = 0.0
     draft_forward_overhead_s: float = 0.0
+    draft_seq_overhead_s: float = 0.0
     sync_step_overhead_s: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -706,7 +714,17 @@ class StepCostModel:
             seq=zero + steps.n_running,
             token=zero + steps.tokens,
             spec=zero + spec,
+            # the verify's and the rejection sampler's work per sequence (vllm/v1/sample/
+            # rejection_sampler.py)
+            spec_seq=zero + spec * steps.n_decode,
             draft=cast(FloatArray, spec * self._draft_host_units(steps.k, steps.n_decode)),
+            # a drafter that runs forwards rebuilds each one's attention metadata over the
+            # decoding sequences (vllm/v1/spec_decode/llm_base_proposer.py, propose's loop)
+            draft_seq=(
+                zero
+                if self.draft_host_per_seq or self.draft_host_per_step
+                else spec * steps.k * steps.n_decode
+            ),
             sync=(
                 zero + np.where(steps.on, float(on_sync), float(off_sync))
                 if off_sync or on_sync
@@ -791,7 +809,7 @@ class StepCostModel:
         return np.asarray(draft / drafts / self.decode_time(batch, mean_context))
 
 
-_DRAFTING: Final = frozenset((*COEFFICIENTS["draft_time_scale"], "host_draft"))
+_DRAFTING: Final = frozenset((*COEFFICIENTS["draft_time_scale"], "host_draft", "host_draft_seq"))
 
 
 # ---------------------------------------------------------------- one step in Python floats
@@ -904,7 +922,13 @@ class _OneStep:
         off_sync, on_sync = model.sync_arms
         host = HostTerms(
             step=1.0, seq=n_running, token=tokens, spec=float(spec),
+            spec_seq=float(spec * n_decode),
             draft=float(spec * model._draft_host_units(k, n_decode)),
+            draft_seq=(
+                0.0
+                if model.draft_host_per_seq or model.draft_host_per_step
+                else float(spec * k * n_decode)
+            ),
             sync=float(on_sync if on else off_sync),
         )  # fmt: skip
         total = 0.0
@@ -1017,7 +1041,9 @@ def coefficients_of(resolved: ResolvedDeployment) -> Coefficients:
         per_seq_overhead_s=cfg.per_seq_overhead_us * 1e-6,
         per_token_overhead_s=cfg.per_token_overhead_us * 1e-6,
         spec_step_overhead_s=cfg.spec_step_overhead_ms * 1e-3,
+        spec_seq_overhead_s=cfg.spec_seq_overhead_us * 1e-6,
         draft_forward_overhead_s=per_draft * 1e-3,
+        draft_seq_overhead_s=cfg.draft_seq_overhead_us * 1e-6,
         sync_step_overhead_s=cfg.sync_step_overhead_ms * 1e-3,
     )
 

@@ -69,13 +69,21 @@ TERM_LABELS: Final[dict[str, tuple[str, str]]] = {
         "host: per speculative step, any K (rejection sampler, proposer set-up)",
         "vllm/v1/worker/gpu_model_runner.py; calibrate fits it",
     ),
+    "host_spec_seq": (
+        "host: per decoding sequence per speculative step (verify, rejection sampler)",
+        "vllm/v1/sample/rejection_sampler.py; calibrate fits it",
+    ),
     "host_draft": ("host: per draft forward (n-gram: per step)", "calibrate fits it"),
+    "host_draft_seq": (
+        "host: per decoding sequence per draft forward (attention metadata)",
+        "vllm/v1/spec_decode/llm_base_proposer.py; calibrate fits it",
+    ),
     "host_sync": (
         "host: the scheduling that async scheduling hides, per step of an arm without it",
         "vllm/config/vllm.py (which methods turn it off); vLLM PR #19970, #23569",
     ),
 }
-_DRAFTER_TERMS: Final = (*COEFFICIENTS["draft_time_scale"], "host_draft")
+_DRAFTER_TERMS: Final = (*COEFFICIENTS["draft_time_scale"], "host_draft", "host_draft_seq")
 
 
 def powers_of_two(top: int) -> list[int]:

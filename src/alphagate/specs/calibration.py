@@ -49,6 +49,8 @@ COEFFICIENT_FIELDS: Final[dict[str, tuple[str, float]]] = {
     "spec_step_overhead_s": ("spec_step_overhead_ms", 1e3),
     "sync_step_overhead_s": ("sync_step_overhead_ms", 1e3),
     "draft_forward_overhead_s": ("forward_overhead_ms", 1e3),
+    "draft_seq_overhead_s": ("draft_seq_overhead_us", 1e6),
+    "spec_seq_overhead_s": ("spec_seq_overhead_us", 1e6),
 }
 
 
@@ -150,6 +152,20 @@ class CostOverrides(EngineSettings):
         le=1000.0,
         description="Host time per speculative step whatever K is: rejection sampler, proposer "
         "set-up (default 0, or the profile's).",
+    )
+    spec_seq_overhead_us: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1e6,
+        description="Host time per decoding sequence per speculative step, whatever K is: the "
+        "verify's and the rejection sampler's (default 0, or the profile's).",
+    )
+    draft_seq_overhead_us: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1e6,
+        description="Host time per decoding sequence per draft forward: the drafter's attention "
+        "metadata (default 0, or the profile's).",
     )
     target_time_scale: float | None = Field(
         default=None,

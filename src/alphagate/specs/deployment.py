@@ -255,6 +255,22 @@ class DeploymentConfig(Frozen):
         description="host time per scheduled token per step (0: vLLM V1 detokenizes and streams "
         "in its front-end process, off the engine's critical path)",
     )
+    spec_seq_overhead_us: float = Field(
+        default=0.0,
+        ge=0,
+        le=1e6,
+        description="host time per decoding sequence per speculative step, whatever K is: the "
+        "verify's and the rejection sampler's per-sequence work (0: batched on a GPU; "
+        "alphagate calibrate fits it where the data call for it)",
+    )
+    draft_seq_overhead_us: float = Field(
+        default=0.0,
+        ge=0,
+        le=1e6,
+        description="host time per decoding sequence per draft forward: the drafter's attention "
+        "metadata, rebuilt for every forward (0: on a GPU it is built with batched tensor ops; "
+        "vLLM's CPU build schedules its attention per request; alphagate calibrate fits it)",
+    )
     spec_step_overhead_ms: float = Field(
         default=0.0,
         ge=0,

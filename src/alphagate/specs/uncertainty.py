@@ -125,6 +125,22 @@ PRIOR_RANGES: Final[dict[str, PriorRange]] = {
         source="host time per draft forward (drafter inputs, attention metadata; n-gram: the "
         "lookup per step); no documented figure",
     ),
+    "spec_seq_overhead_s": PriorRange(
+        low=1.0,
+        high=1.0,
+        source="host time per decoding sequence per speculative step (the verify's and the "
+        "rejection sampler's per-sequence work): batched tensor ops on a GPU "
+        "(vllm/v1/sample/rejection_sampler.py), so the prior holds it at the deployment's value; "
+        "calibrate fits it where the data call for it (vLLM's CPU build)",
+    ),
+    "draft_seq_overhead_s": PriorRange(
+        low=1.0,
+        high=1.0,
+        source="host time per decoding sequence per draft forward: on a GPU the drafter's "
+        "attention metadata is built with batched tensor ops (vllm/v1/spec_decode/"
+        "llm_base_proposer.py), so the prior holds it at the deployment's value; vLLM's CPU build "
+        "pays it per request (its attention scheduler, cpu_attn.py), and calibrate fits it",
+    ),
 }
 
 #: A draft model is a model: its GEMMs run like the target's (the efficiency ranges move both).
