@@ -132,3 +132,14 @@ def test_short_drafts_give_alpha_from_the_first_position() -> None:
     # inverting ρ at K = 6 would have said otherwise
     wrong = float(theory.alpha_from_draft_acceptance_rate(e.draft_acceptance_rate, 6))  # type: ignore[arg-type]
     assert abs(wrong - alpha) > 0.05
+
+
+def test_extrapolated_counts_may_differ_by_what_the_caller_allows() -> None:
+    """Counts read at one instant must sum to the accepted total within 0.1%; Prometheus'
+    increase(), which extrapolates each series on its own, passes its own tolerance."""
+    with pytest.raises(ValueError, match="per-position counts sum to 3,651"):
+        estimate(2000, 6000, 3657, [1500, 1200, 951], 3)
+    est = estimate(2000, 6000, 3657, [1500, 1200, 951], 3, sum_tol=0.01)
+    assert est.num_accepted_tokens == 3657
+    with pytest.raises(ValueError, match="per-position counts sum to"):
+        estimate(2000, 6000, 3657, [1500, 1200, 851], 3, sum_tol=0.01)

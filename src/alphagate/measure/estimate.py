@@ -136,7 +136,9 @@ def infer_k(
     return seen or None
 
 
-def _check(drafts: float, draft_tokens: float, accepted: float, counts: list[float]) -> None:
+def _check(
+    drafts: float, draft_tokens: float, accepted: float, counts: list[float], sum_tol: float
+) -> None:
     tol = 0.5 + 1e-6 * max(drafts, draft_tokens, accepted, 1.0)
     if min(drafts, draft_tokens, accepted, *counts, 0.0) < -tol:
         raise ValueError("negative counts")
@@ -151,7 +153,7 @@ def _check(drafts: float, draft_tokens: float, accepted: float, counts: list[flo
                 f"position {i} accepted {chain[i]:,.0f} times, more than position {i - 1} "
                 f"({chain[i - 1]:,.0f}): per-position counts must not grow"
             )
-    if counts and abs(sum(counts) - accepted) > tol + 1e-3 * accepted:
+    if counts and abs(sum(counts) - accepted) > tol + sum_tol * accepted:
         raise ValueError(
             f"per-position counts sum to {sum(counts):,.0f}, not the {accepted:,.0f} accepted"
         )
@@ -175,13 +177,17 @@ def estimate(
     *,
     batches: list[Batch] | None = None,
     batch_unit: str = "batches",
+    sum_tol: float = 1e-3,
 ) -> AcceptanceEstimate:
     """The estimate and its intervals from counter totals over a window (and, when the source
     saw the window in pieces, the counts of each piece — ``batch_unit`` names them). Raises
-    ``ValueError`` on counts that cannot come from one speculative decoder."""
+    ``ValueError`` on counts that cannot come from one speculative decoder; the per-position
+    counts may differ from the accepted total by ``sum_tol`` of it (counts read at one instant:
+    0.1%; Prometheus' ``increase()`` extrapolates each series on its own, see
+    :mod:`alphagate.measure.prometheus`)."""
     k = infer_k(per_pos, drafts, draft_tokens, k)
     counts = [float(x) for x in per_pos[: k or 0]] + [0.0] * max(0, (k or 0) - len(per_pos))
-    _check(drafts, draft_tokens, accepted, counts if per_pos else [])
+    _check(drafts, draft_tokens, accepted, counts if per_pos else [], sum_tol)
     rho = accepted / draft_tokens if draft_tokens > 0 else None
     tau = 1.0 + accepted / drafts if drafts > 0 else None
     full = k is not None and k > 0 and draft_tokens >= k * drafts * (1 - 1e-6) - 0.5

@@ -385,9 +385,14 @@ async def _measure(q: PrometheusQuery, transport: Transport) -> MeasureResult:
     batches = await _batches(api, end, scrape)
     by = await _totals(api, end, q.by, promql) if q.by else {}
     try:
+        # increase() extrapolates each series to the window's edges on its own, and stops a
+        # counter's extrapolation at its zero (Prometheus' extrapolatedRate): a counter that
+        # started inside the window's first scrape interval is extrapolated less than the
+        # others, so the per-position counts may differ from the accepted total by up to what
+        # one scrape interval adds at the start, 1.1 intervals of the window
         overall = estimate(
             totals.get("drafts", 0.0), totals["draft_tokens"], totals.get("accepted", 0.0),
-            counts, q.k, batches=batches,
+            counts, q.k, batches=batches, sum_tol=max(1e-3, min(0.5, 1.1 * scrape / q.window_s)),
         )  # fmt: skip
         k = overall.k
         replicas = {
