@@ -93,13 +93,33 @@ def _import_ray() -> Any:
     return ray
 
 
+#: a local Ray start that times out (Ray waits a fixed 30 s for its raylet to register with the
+#: GCS, which a loaded machine can miss) is cleaned up and tried once more
+_LOCAL_TRIES = 2
+
+
 def _connect(ray: Any, cfg: OfflineConfig) -> None:
     kw: dict[str, Any] = {"logging_level": "warning", "log_to_driver": False}
     address = cfg.ray or "local"
+    if address == "local":
+        _start_local(ray, cfg, kw)
+        return
     try:
-        if address == "local":
-            # this machine's CPUs, or what --ray-workers × --threads asks for
-            want = cfg.ray_workers * (cfg.threads or 1) if cfg.ray_workers else None
+        ray.init(address=address, **kw)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise MeasureError(
+            f"--ray {address}: cannot join Ray ({exc}); a cluster that uses token "
+            "authentication needs RAY_AUTH_MODE=token here and the head's token "
+            "(`ray get-auth-token` there) in RAY_AUTH_TOKEN or ~/.ray/auth_token"
+        ) from None
+
+
+def _start_local(ray: Any, cfg: OfflineConfig, kw: dict[str, Any]) -> None:
+    """A Ray instance on 127.0.0.1: this machine's CPUs, or what ``--ray-workers`` ×
+    ``--threads`` asks for. A start that fails leaves no process behind."""
+    want = cfg.ray_workers * (cfg.threads or 1) if cfg.ray_workers else None
+    for attempt in range(1, _LOCAL_TRIES + 1):
+        try:
             ray.init(
                 address="local",
                 num_cpus=want or os.cpu_count() or 1,
@@ -107,17 +127,30 @@ def _connect(ray: Any, cfg: OfflineConfig) -> None:
                 _node_ip_address="127.0.0.1",
                 **kw,
             )
-        else:
-            ray.init(address=address, **kw)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        hint = (
-            ""
-            if address == "local"
-            else "; a cluster that uses token authentication needs "
-            "RAY_AUTH_MODE=token here and the head's token (`ray get-auth-token` there) in "
-            "RAY_AUTH_TOKEN or ~/.ray/auth_token"
-        )
-        raise MeasureError(f"--ray {address}: cannot start or join Ray ({exc}){hint}") from None
+            return
+        except Exception as exc:  # Ray raises a bare Exception when its node times out
+            _kill_half_started(exc)
+            ray.shutdown()
+            if attempt == _LOCAL_TRIES:
+                raise MeasureError(
+                    f"--ray local: cannot start Ray on this machine ({exc}); tried "
+                    f"{_LOCAL_TRIES} times. A loaded machine can miss Ray's 30 s start-up "
+                    "window: try again when it is quieter, or leave out --ray (the "
+                    "single-process run gives the same numbers)"
+                ) from None
+
+
+def _kill_half_started(exc: BaseException) -> None:
+    """Stop the processes of a Ray node whose start raised ``exc``. Ray's ``Node`` raises from
+    its constructor, so ``ray.init`` never keeps it and ``ray.shutdown`` cannot reach its GCS
+    and raylet; the traceback still holds the node (``self`` in its frames)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        node: Any = tb.tb_frame.f_locals.get("self")
+        if type(node).__name__ == "Node" and hasattr(node, "kill_all_processes"):
+            node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
+            return
+        tb = tb.tb_next
 
 
 def _actor_options(ray: Any, cfg: OfflineConfig, workers: int | None) -> tuple[int, dict[str, Any]]:
