@@ -28,12 +28,13 @@ SPEC_LINE = re.compile(
 
 def counts_agree(predicted: dict[str, Any], served: dict[str, Any]) -> bool:
     """The offline replay's counters against vLLM's, under bf16: ties in the logits may flip a
-    token, and the rest of that request is then drawn again. Accepted tokens agree within 2%;
-    each position's count within 3%, or within one Poisson standard deviation (√count) where the
-    count is small — a position-2 count of 65 moves by 5 when one request's tail is redrawn.
+    token, and the rest of that request is then drawn again. Accepted tokens agree within 2%,
+    each position's count within 3%, or either within one Poisson standard deviation (√count)
+    where the count is small — a position-2 count of 65 moves by 5, and a total of 139 by 3, when
+    one request's tail is redrawn.
     """
     p, v = predicted, served
-    if abs(p["accepted"] - v["accepted"]) > max(0.02 * v["accepted"], 2):
+    if abs(p["accepted"] - v["accepted"]) > max(0.02 * v["accepted"], math.sqrt(v["accepted"]), 2):
         return False
     return all(
         abs(a - b) <= max(0.03 * b, math.sqrt(b), 2)
