@@ -130,13 +130,23 @@ def _stop(server: VllmServer) -> None:
         server.proc.wait(10)
 
 
+#: seconds for one vLLM server to start on two cores, and for each more started beside it
+START_S = 300.0
+START_MORE_S = 150.0
+
+
 @contextmanager
 def vllm_servers(
-    model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float = 300.0
+    model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float | None = None
 ) -> Iterator[list[VllmServer]]:
     """vLLM OpenAI servers for ``model``, launched together and always stopped on exit; each
     logs to its own file in ``logdir``. (Started together they are not up sooner than one after
-    another on two cores: each worker binds to the same core, ``VLLM_CPU_OMP_THREADS_BIND``.)"""
+    another on two cores: each worker binds to the same core, ``VLLM_CPU_OMP_THREADS_BIND``.)
+    They have ``timeout_s`` to answer /health, by default ``START_S`` for the first and
+    ``START_MORE_S`` for each other one: the starts share the cores, and a loaded machine took
+    over 300 s to start five at once."""
+    if timeout_s is None:
+        timeout_s = START_S + START_MORE_S * (len(servers) - 1)
     started: list[VllmServer] = []
     try:
         for server in servers:
@@ -168,7 +178,7 @@ def vllm_server(
     name: str,
     spec: dict[str, object] | None,
     logdir: Path,
-    timeout_s: float = 300.0,
+    timeout_s: float | None = None,
     extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     """A vLLM OpenAI server for ``model`` (optionally speculative); always stopped on exit."""
