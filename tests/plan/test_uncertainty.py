@@ -69,9 +69,10 @@ def test_a_range_across_one_means_measure_first_and_names_the_calibration(plans:
     lo, hi = u["decision_interval"]["low"], u["decision_interval"]["high"]
     assert lo < 1.0 < hi
     assert f"[{lo:.2f}–{hi:.2f}×]" in d["reason"] and "across 1×" in d["reason"]
-    # a calibration is expected to leave a narrower range, and says which
+    # a calibration is expected to leave a narrower range, and says which: the constants within
+    # ±10% of their values, the step times within two expected RMS residuals (±2%), which stay
     left = u["settled_interval"]
-    assert left["high"] - left["low"] < 0.5 * (hi - lo)
+    assert left["high"] - left["low"] < 0.8 * (hi - lo)
     assert f"[{left['low']:.2f}–{left['high']:.2f}×]" in d["reason"]
     cal, replan = (shlex.split(c) for c in u["settle_commands"])
     assert cal[:2] == ["alphagate", "calibrate"] and cal.count("--url") == 2

@@ -1091,9 +1091,9 @@ def _calibrated_interval(
         .spread(lambda m: model_speedup(m, pool, k, pred.batch(at), pred.workload))
         .ratio()
     )
-    r_lo, r_hi = ranges.residual_factors()
     sim = pred.sim_speedup(at, pool, k)
-    return Interval(low=sim * (lo * r_lo), high=sim * (hi * r_hi))
+    low, high = ranges.widened(sim, sim * lo, sim * hi)
+    return Interval(low=low, high=high)
 
 
 def _settlement(

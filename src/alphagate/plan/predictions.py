@@ -57,12 +57,17 @@ __all__ = ["Predictor", "plan_levels"]
 FloatArray = npt.NDArray[np.float64]
 
 
-def _interval(values: list[float | None], lo: float = 1.0, hi: float = 1.0) -> Interval:
-    """The lowest and highest of ``values``, the ends moved by the factors ``lo`` and ``hi``."""
+def _interval(values: list[float | None], ranges: CostRanges | None = None) -> Interval:
+    """The lowest and highest of ``values`` (the first is the prediction at the coefficients'
+    values), widened by the ranges' step-time residual (:meth:`CostRanges.widened`)."""
     xs = [x for x in values if x is not None and math.isfinite(x)]
     if not xs:
         return Interval(low=None, high=None)
-    return Interval(low=min(xs) * lo, high=max(xs) * hi)
+    low, high = min(xs), max(xs)
+    point = values[0]
+    if ranges is not None and point is not None and math.isfinite(point):
+        low, high = ranges.widened(point, low, high)
+    return Interval(low=low, high=high)
 
 
 def _p99_ratio(run: PairedRun) -> float | None:
@@ -233,8 +238,8 @@ class Predictor:
         """The closed-form speedup at a concurrency over the coefficients' ranges."""
         b = self.batch(concurrency)
         s = self.design.spread(lambda m: model_speedup(m, classes, k, b, self.workload))
-        lo, hi = self.ranges.residual_factors()
-        return replace(s, low=s.low * lo, high=s.high * hi)
+        low, high = self.ranges.widened(s.value, s.low, s.high)
+        return replace(s, low=low, high=high)
 
     def sim_intervals(
         self, users: int, classes: tuple[TrafficClass, ...], k: int
@@ -259,11 +264,10 @@ class Predictor:
             self.paired(users, classes, k, self.design.at(at))
             for at in (spread.low_at, spread.high_at)
         ]
-        lo, hi = self.ranges.residual_factors()
         return (
-            _interval([r.speedup.throughput_speedup for r in runs], lo, hi),
-            _interval([r.speedup.tpot_mean_speedup for r in runs], lo, hi),
-            _interval([_p99_ratio(r) for r in runs], lo, hi),
+            _interval([r.speedup.throughput_speedup for r in runs], self.ranges),
+            _interval([r.speedup.tpot_mean_speedup for r in runs], self.ranges),
+            _interval([_p99_ratio(r) for r in runs], self.ranges),
         )
 
     def scaled_interval(

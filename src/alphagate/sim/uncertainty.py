@@ -221,14 +221,14 @@ def scaled_speedup_interval(
     workload: WorkloadConfig,
 ) -> Interval | None:
     """A simulated speedup over the ranges, without simulating again: the simulated value times
-    the closed form's ends over its own value at this batch (and the residual factors of a
-    calibration). ``tests/sim/test_uncertainty.py`` measures it against paired simulations rerun
+    the closed form's ends over its own value at this batch (widened by a calibration's
+    residual, :meth:`CostRanges.widened`). ``tests/sim/test_uncertainty.py`` measures it against paired simulations rerun
     at the corners."""
     if simulated is None or not math.isfinite(simulated):
         return None
     lo, hi = design.spread(lambda m: model_speedup(m, classes, k, batch, workload)).ratio()
-    r_lo, r_hi = design.ranges.residual_factors()
-    return Interval(low=simulated * lo * r_lo, high=simulated * hi * r_hi)
+    low, high = design.ranges.widened(simulated, simulated * lo, simulated * hi)
+    return Interval(low=low, high=high)
 
 
 def breakeven_interval(
