@@ -7,13 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_engine.harness import MODEL_CACHE, VLLM_PYTHON
+from tests.real_engine.harness import MODEL_CACHE, POOL, VLLM_PYTHON
 
 RUN = os.environ.get("ALPHAGATE_RUN_VLLM") == "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if RUN:
+        # tests marked `alone` first, before the pool (harness.ServerPool) starts any server:
+        # with five pooled servers idle beside it, vLLM's own sweep read the baseline's steps at
+        # 7–8 ms instead of 5 and an EAGLE-3 run's whole replies in one chunk (their workers
+        # share core 0 with the busy one, VLLM_CPU_OMP_THREADS_BIND=auto)
+        items.sort(key=lambda item: item.get_closest_marker("alone") is None)
         return
     skip = pytest.mark.skip(reason="real-engine tier: run `make test-vllm`")
     for item in items:
@@ -28,6 +33,13 @@ def tiny():  # type: ignore[no-untyped-def]
     if not VLLM_PYTHON.exists():
         pytest.fail(f"the vLLM virtualenv is missing ({VLLM_PYTHON}); run `make test-vllm`")
     return build_tiny_models(MODEL_CACHE, log=print)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_the_pool():  # type: ignore[no-untyped-def]
+    """The servers the tier's tests shared stop when the session ends."""
+    yield
+    POOL.close()
 
 
 @pytest.fixture(scope="session")

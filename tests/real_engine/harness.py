@@ -67,8 +67,17 @@ class VllmServer:
         return len(lines), sum(int(a) for _, a, _ in lines), sum(int(d) for _, _, d in lines)
 
 
+#: on every vLLM process's PYTHONPATH: the CPU build's fallback of Triton's ``expand_kernel``
+#: drops float outputs, which breaks speculative decoding at temperature > 0 (the offline tier's
+#: sampled check; see ``vllm_cpu_fix/sitecustomize.py``). Greedy decoding, what every other test
+#: runs, never calls it; the servers are shared between files, so all of them carry the fix.
+FIX = Path(__file__).parent / "vllm_cpu_fix"
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(FIX) + (os.pathsep + old if old else "")
     cache = REPO / ".cache" / "vllm"
     cache.mkdir(parents=True, exist_ok=True)
     env.update(
@@ -93,6 +102,7 @@ class ServerSpec:
     name: str
     spec: dict[str, object] | None = None
     extra_args: tuple[str, ...] = ()
+    label: str = ""  # for the log file's name (default: the served name)
 
 
 def _command(model: Path, port: int, server: ServerSpec) -> list[str]:
@@ -135,23 +145,19 @@ START_S = 300.0
 START_MORE_S = 150.0
 
 
-@contextmanager
-def vllm_servers(
-    model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float | None = None
-) -> Iterator[list[VllmServer]]:
-    """vLLM OpenAI servers for ``model``, launched together and always stopped on exit; each
-    logs to its own file in ``logdir``. (Started together they are not up sooner than one after
-    another on two cores: each worker binds to the same core, ``VLLM_CPU_OMP_THREADS_BIND``.)
-    They have ``timeout_s`` to answer /health, by default ``START_S`` for the first and
-    ``START_MORE_S`` for each other one: the starts share the cores, and a loaded machine took
-    over 300 s to start five at once."""
+def _start(
+    model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float | None
+) -> list[VllmServer]:
+    """Launch ``servers`` together and wait until each answers /health (by default ``START_S``
+    for the first and ``START_MORE_S`` for each other one: the starts share the cores, and a
+    loaded machine took over 300 s to start five at once). On failure every one is stopped."""
     if timeout_s is None:
         timeout_s = START_S + START_MORE_S * (len(servers) - 1)
     started: list[VllmServer] = []
     try:
         for server in servers:
             port = free_port()
-            log = logdir / f"vllm-{server.name}-{port}.log"
+            log = logdir / f"vllm-{server.label or server.name}-{port}.log"
             with log.open("wb") as fh:  # the child keeps its own descriptor
                 proc = subprocess.Popen(
                     _command(model, port, server), stdout=fh, stderr=subprocess.STDOUT, env=_env()
@@ -166,6 +172,124 @@ def vllm_servers(
                 raise RuntimeError(f"vLLM not healthy after {timeout_s:.0f} s: {names}")
             if waiting:
                 time.sleep(1.0)
+    except BaseException:
+        for srv in started:
+            _stop(srv)
+        raise
+    return started
+
+
+def _quiet(server: VllmServer, quiet_s: float = 3.0, limit_s: float = 30.0) -> None:
+    """Wait until ``server``'s log has not grown for ``quiet_s`` (vLLM prints its stats every
+    ``VLLM_LOG_STATS_INTERVAL`` = 2 s while it has work): the last lines about the previous
+    test's requests are written before the next test takes its offset."""
+    size, since, end = server.log_offset(), time.monotonic(), time.monotonic() + limit_s
+    while time.monotonic() - since < quiet_s and time.monotonic() < end:
+        time.sleep(0.5)
+        now = server.log_offset()
+        if now != size:
+            size, since = now, time.monotonic()
+
+
+Key = tuple[str, str, str, tuple[str, ...]]
+
+
+class ServerPool:
+    """The servers the tier's tests share, started on first use and kept until the session ends.
+
+    A vLLM CPU server takes 30–60 s to start on two cores, and the tests ask for the same few
+    configurations again and again (the baseline, the n-gram, draft-model and EAGLE-3 servers,
+    each in several files). A server is keyed by its model, served name, speculative config and
+    flags. At most ``keep`` run at once: the one used longest ago is stopped to make room, also
+    for a test's own servers (:func:`vllm_servers`). Counters and logs are shared, so the tests
+    read deltas — a scrape before and after, the log from an offset — and a server is handed
+    out only once its log is quiet. Tests that need a server of their own (fresh counters, a
+    flag no other test uses) start it with :func:`vllm_server`.
+    """
+
+    def __init__(self, keep: int = 6) -> None:
+        self.keep = keep
+        self._running: dict[Key, VllmServer] = {}
+        self._used: dict[Key, float] = {}
+
+    @staticmethod
+    def _key(model: Path, server: ServerSpec) -> Key:
+        spec = json.dumps(server.spec, sort_keys=True)
+        return str(model), server.name, spec, server.extra_args
+
+    def make_room(self, n: int, spare: frozenset[Key] = frozenset()) -> None:
+        """Stop the servers used longest ago (never those in ``spare``) until ``n`` more fit."""
+        for key in sorted(self._running, key=lambda k: self._used[k]):
+            if len(self._running) + n <= self.keep:
+                break
+            if key not in spare:
+                _stop(self._running.pop(key))
+
+    def get(self, model: Path, servers: list[ServerSpec], logdir: Path) -> list[VllmServer]:
+        """``servers``, each running: those already up once quiet, the others started together."""
+        keys = [self._key(model, s) for s in servers]
+        for key in keys:  # a server that died since its last test is started again
+            srv = self._running.get(key)
+            if srv is not None and srv.proc.poll() is not None:
+                del self._running[key]
+        missing = [(k, s) for k, s in zip(keys, servers, strict=True) if k not in self._running]
+        missing = list(dict(missing).items())
+        self.make_room(len(missing), spare=frozenset(keys))
+        for key in keys:
+            if key in self._running:
+                _quiet(self._running[key])
+        if missing:
+            started = _start(model, [s for _, s in missing], logdir, None)
+            self._running.update(zip([k for k, _ in missing], started, strict=True))
+        now = time.monotonic()
+        for key in keys:
+            self._used[key] = now
+        return [self._running[k] for k in keys]
+
+    def stop(self, model: Path, *servers: ServerSpec) -> None:
+        """Stop ``servers`` now: a test's own configurations that no other test asks for."""
+        for key in (self._key(model, s) for s in servers):
+            if key in self._running:
+                _stop(self._running.pop(key))
+
+    def close(self) -> None:
+        for srv in self._running.values():
+            _stop(srv)
+        self._running.clear()
+
+
+def pooled(model: Path, logdir: Path, *servers: ServerSpec) -> list[VllmServer]:
+    """``servers`` from the tier's pool (:class:`ServerPool`), each served as ``tiny``."""
+    return POOL.get(model, list(servers), logdir)
+
+
+def spec_configs(tiny: Any) -> dict[str, dict[str, object]]:
+    """The speculative configs the tier's files share (so that they share the servers too)."""
+    eagle3 = {"method": "eagle3", "model": str(tiny.eagle3), "num_speculative_tokens": 3}
+    return {
+        "ngram": {"method": "ngram", "num_speculative_tokens": 4,
+                  "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+        "draft": {"method": "draft_model", "model": str(tiny.draft), "num_speculative_tokens": 3},
+        "eagle3": eagle3,
+        "eagle3-untrained": {**eagle3, "model": str(tiny.eagle3_untrained)},
+    }  # fmt: skip
+
+
+#: the tier's one pool (the ``pool`` fixture closes it at the end of the session)
+POOL = ServerPool()
+
+
+@contextmanager
+def vllm_servers(
+    model: Path, servers: list[ServerSpec], logdir: Path, timeout_s: float | None = None
+) -> Iterator[list[VllmServer]]:
+    """vLLM OpenAI servers of the test's own for ``model``, launched together and always stopped
+    on exit; each logs to its own file in ``logdir``. (Started together they are not up sooner
+    than one after another on two cores: each worker binds to the same core,
+    ``VLLM_CPU_OMP_THREADS_BIND``.) The pool's servers used longest ago stop to make room."""
+    POOL.make_room(len(servers))
+    started = _start(model, servers, logdir, timeout_s)
+    try:
         yield started
     finally:
         for srv in started:

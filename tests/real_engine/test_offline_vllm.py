@@ -7,17 +7,17 @@ deltas are compared with the prediction. Traffic has two classes — code (what 
 were trained on: the standard library's source) and English prose (a domain shift for both
 drafts) — and the predicted per-class acceptance must rank them as vLLM does.
 
-Every vLLM process runs with ``vllm_cpu_fix/`` on its PYTHONPATH: the CPU build's fallback of
-Triton's ``expand_kernel`` drops float outputs, which breaks speculative decoding at temperature
-> 0 (see ``vllm_cpu_fix/sitecustomize.py``); greedy decoding does not touch it.
+Every vLLM process runs with ``vllm_cpu_fix/`` on its PYTHONPATH (``harness.FIX``): the CPU
+build's fallback of Triton's ``expand_kernel`` drops float outputs, which breaks speculative
+decoding at temperature > 0 (see ``vllm_cpu_fix/sitecustomize.py``); greedy decoding does not
+touch it. The servers come from the tier's pool (``harness.ServerPool``): every figure is a delta
+of the server's counters over the test's own requests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from alphagate.bench.dataset import Prompt
 from alphagate.bench.runner import BenchRunner
 from alphagate.measure.estimate import estimate
 from tests.conftest import Cli
-from tests.real_engine.harness import REPO, counts_agree, vllm_server
+from tests.real_engine.harness import REPO, ServerSpec, counts_agree, pooled, spec_configs
 
 MAX_TOKENS = 48
 CODE = [
@@ -54,7 +54,6 @@ PROSE = [
 K = {"ngram": 4, "draft": 3, "eagle3": 3}
 SAMPLED_REPEATS = 4  # the sampled case: every prompt four times (trajectories differ)
 REPORT = REPO / ".cache" / "real-engine" / "report.json"
-FIX = Path(__file__).parent / "vllm_cpu_fix"
 
 
 def _report(key: str, value: object) -> None:
@@ -62,18 +61,6 @@ def _report(key: str, value: object) -> None:
     data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
     data[key] = value
     REPORT.write_text(json.dumps(data, indent=2))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fixed_vllm() -> Iterator[None]:
-    """vLLM processes inherit the test's environment (harness ``_env``): add the CPU fix."""
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(FIX) + (os.pathsep + old if old else "")
-    yield
-    if old is None:
-        del os.environ["PYTHONPATH"]
-    else:
-        os.environ["PYTHONPATH"] = old
 
 
 def _dataset(path: Path, prompts: dict[str, list[str]]) -> Path:
@@ -134,24 +121,20 @@ def logs(tiny: Any, logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     """The baseline server's traffic, recorded: greedy (per class) and sampled at T = 0.7."""
     d = tmp_path_factory.mktemp("offline-vllm")
     data = _dataset(d / "all.jsonl", {"code": CODE, "prose": PROSE})
-    with vllm_server(tiny.target, "base", None, logdir) as srv:
-        _bench(srv.url, "base", data, d / "greedy", "--save-text")
-        _sampled(srv.url, "base", d / "sampled.jsonl", save_text=True)
+    (srv,) = pooled(tiny.target, logdir, ServerSpec("tiny", label="base"))
+    _bench(srv.url, "tiny", data, d / "greedy", "--save-text")
+    _sampled(srv.url, "tiny", d / "sampled.jsonl", save_text=True)
     return {"greedy": d / "greedy" / "requests.jsonl", "sampled": d / "sampled.jsonl", "dir": d}
 
 
 def _spec(tiny: Any, name: str) -> tuple[dict[str, object], str]:
+    """The server's speculative config (the tier's shared one) and the drafter as ``measure
+    offline`` names it."""
+    cfg = spec_configs(tiny)[name]
+    assert cfg["num_speculative_tokens"] == K[name]
     if name == "ngram":
-        cfg: dict[str, object] = {"method": "ngram", "num_speculative_tokens": K[name],
-                                  "prompt_lookup_max": 4, "prompt_lookup_min": 2}  # fmt: skip
-        return cfg, "ngram:2:4"
-    path = tiny.draft if name == "draft" else tiny.eagle3
-    method = "draft_model" if name == "draft" else "eagle3"
-    return {
-        "method": method,
-        "model": str(path),
-        "num_speculative_tokens": K[name],
-    }, f"{method}:{path}"
+        return cfg, f"ngram:{cfg['prompt_lookup_min']}:{cfg['prompt_lookup_max']}"
+    return cfg, f"{cfg['method']}:{cfg['model']}"
 
 
 def _predict(tiny: Any, log: Path, drafter: str, k: int, *extra: str) -> dict[str, Any]:
@@ -178,19 +161,17 @@ def test_offline_prediction_agrees_with_vllm(
     pred = _predict(tiny, logs["greedy"], drafter, k)
     got: dict[str, dict[str, Any]] = {}
     sampled = None
-    with vllm_server(tiny.target, name, spec, logdir) as srv:
-        for cls, prompts in (("code", CODE), ("prose", PROSE)):
-            data = _dataset(logs["dir"] / f"{name}-{cls}.jsonl", {cls: prompts})
-            a = _bench(srv.url, name, data, logs["dir"] / f"{name}-{cls}")["levels"][0][
-                "acceptance"
-            ]
-            got[cls] = {
-                "drafts": a["num_drafts"], "draft_tokens": a["num_draft_tokens"],
-                "accepted": a["num_accepted_tokens"], "per_pos": a["accepted_per_pos"],
-                "rho": a["draft_acceptance_rate"],
-            }  # fmt: skip
-        if name != "ngram":
-            sampled = _sampled(srv.url, name, logs["dir"] / "unused", save_text=False)
+    (srv,) = pooled(tiny.target, logdir, ServerSpec("tiny", spec, label=name))
+    for cls, prompts in (("code", CODE), ("prose", PROSE)):
+        data = _dataset(logs["dir"] / f"{name}-{cls}.jsonl", {cls: prompts})
+        a = _bench(srv.url, "tiny", data, logs["dir"] / f"{name}-{cls}")["levels"][0]["acceptance"]
+        got[cls] = {
+            "drafts": a["num_drafts"], "draft_tokens": a["num_draft_tokens"],
+            "accepted": a["num_accepted_tokens"], "per_pos": a["accepted_per_pos"],
+            "rho": a["draft_acceptance_rate"],
+        }  # fmt: skip
+    if name != "ngram":
+        sampled = _sampled(srv.url, "tiny", logs["dir"] / "unused", save_text=False)
     table = {cls: {"predicted": _counts(pred["classes"][cls]), "vllm": got[cls]} for cls in got}
     _report(f"offline/{name}", {"k": k, "classes": table, "wall_s": pred["offline"]["wall_s"]})
     for cls, row in table.items():

@@ -16,8 +16,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Cli
 from tests.real_engine.harness import (
+    POOL,
     VLLM_PYTHON,
     ServerSpec,
     _command,
@@ -33,6 +36,7 @@ OUTPUT = 48
 CONCURRENCY = (1, 4)
 
 
+@pytest.mark.alone  # its step times are what it fits: no idle servers beside it
 def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> None:
     data = tmp_path / "code.jsonl"
     data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in CODE_PROMPTS))
@@ -55,6 +59,7 @@ def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> No
         "-o", str(tmp_path / "sweeps"), "-e", "eagle3-k2",
     ]  # fmt: skip
     log = tmp_path / "sweep.log"
+    POOL.close()  # run first (`alone`): nothing pooled is up; were anything, it would stop
     with log.open("wb") as fh:
         done = subprocess.run(sweep, stdout=fh, stderr=subprocess.STDOUT, env=_env(), timeout=900)
     assert done.returncode == 0, log.read_text()[-4000:]
