@@ -259,7 +259,7 @@ class ServerPool:
 
 
 def pooled(model: Path, logdir: Path, *servers: ServerSpec) -> list[VllmServer]:
-    """``servers`` from the tier's pool (:class:`ServerPool`), each served as ``tiny``."""
+    """``servers`` from the tier's pool (:class:`ServerPool`), started there where not yet up."""
     return POOL.get(model, list(servers), logdir)
 
 
@@ -275,7 +275,7 @@ def spec_configs(tiny: Any) -> dict[str, dict[str, object]]:
     }  # fmt: skip
 
 
-#: the tier's one pool (the ``pool`` fixture closes it at the end of the session)
+#: the tier's one pool (``conftest._stop_the_pool`` closes it at the end of the session)
 POOL = ServerPool()
 
 

@@ -102,10 +102,6 @@ def _wait_for_log(
         time.sleep(1.0)
 
 
-def _spec_configs(tiny: Any) -> dict[str, dict[str, object]]:
-    return spec_configs(tiny)
-
-
 @pytest.fixture(scope="module")
 def baseline_greedy(tiny: Any, logdir: Path) -> list[str]:
     (srv,) = pooled(tiny.target, logdir, ServerSpec("tiny", label="base"))
@@ -128,7 +124,7 @@ def _report(key: str, value: object) -> None:
 def test_acceptance_equals_vllm_counters_and_log(
     tiny: Any, logdir: Path, baseline_greedy: list[str], config: str
 ) -> None:
-    spec = _spec_configs(tiny)[config]
+    spec = spec_configs(tiny)[config]
     (srv,) = pooled(tiny.target, logdir, ServerSpec("tiny", spec, label=config))
     before = _scrape(srv.url)
     offset = srv.log_offset()
@@ -173,7 +169,7 @@ def test_trained_and_untrained_heads_are_told_apart() -> None:
 
 
 def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: Path) -> None:
-    spec = _spec_configs(tiny)["ngram"]
+    spec = spec_configs(tiny)["ngram"]
     base, cand = pooled(
         tiny.target,
         logdir,
@@ -247,7 +243,7 @@ def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_pa
     """
     texts = _long_prompts(24)
     data = _dataset(tmp_path / "code.jsonl", 24, 48, texts)
-    spec = _spec_configs(tiny)["ngram"]
+    spec = spec_configs(tiny)["ngram"]
     prompts = [Prompt(t, None, None, 48, True) for t in texts]
     ours: list[Any] = []
     theirs: list[dict[str, Any]] = []
@@ -391,7 +387,7 @@ def test_measure_live_logs_and_bench_agree(tiny: Any, logdir: Path, tmp_path: Pa
 
     from tests.conftest import Cli
 
-    spec = _spec_configs(tiny)["ngram"]
+    spec = spec_configs(tiny)["ngram"]
     data = _dataset(tmp_path / "code.jsonl", 24, 48)
     live_out = tmp_path / "live.json"
     (srv,) = pooled(tiny.target, logdir, ServerSpec("tiny", spec, label="ngram"))

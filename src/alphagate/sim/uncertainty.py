@@ -222,8 +222,8 @@ def scaled_speedup_interval(
 ) -> Interval | None:
     """A simulated speedup over the ranges, without simulating again: the simulated value times
     the closed form's ends over its own value at this batch (widened by a calibration's
-    residual, :meth:`CostRanges.widened`). ``tests/sim/test_uncertainty.py`` measures it against paired simulations rerun
-    at the corners."""
+    residual, :meth:`CostRanges.widened`). ``tests/sim/test_uncertainty.py`` measures it against
+    paired simulations rerun at the corners."""
     if simulated is None or not math.isfinite(simulated):
         return None
     lo, hi = design.spread(lambda m: model_speedup(m, classes, k, batch, workload)).ratio()
