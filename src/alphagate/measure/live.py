@@ -414,7 +414,7 @@ def _one_engine(engines: list[EngineInfo], urls: list[str]) -> tuple[EngineInfo 
 
 async def _watch(
     cfg: LiveConfig,
-    on_update: Callable[[MeasureResult], None] | None,
+    on_update: Callable[[MeasureResult], bool | None] | None,
     transport: Transport | None,
 ) -> MeasureResult:
     client = transport or StreamClient(connect_timeout_s=cfg.timeout_s)
@@ -426,7 +426,7 @@ async def _watch(
 
 
 async def _scrape_until_enough(
-    win: LiveWindow, on_update: Callable[[MeasureResult], None] | None
+    win: LiveWindow, on_update: Callable[[MeasureResult], bool | None] | None
 ) -> MeasureResult:
     cfg = win.cfg
     await win.scrape()
@@ -434,8 +434,8 @@ async def _scrape_until_enough(
         await asyncio.sleep(cfg.interval_s)
         await win.scrape()
         result = win.result()
-        if on_update is not None:
-            on_update(result)
+        if on_update is not None and on_update(result):
+            return result  # the caller has seen enough
         drafts = result.overall.num_drafts if result.overall else 0.0
         if drafts >= cfg.min_drafts:
             return result
@@ -451,11 +451,12 @@ async def _scrape_until_enough(
 
 def measure_live(
     cfg: LiveConfig,
-    on_update: Callable[[MeasureResult], None] | None = None,
+    on_update: Callable[[MeasureResult], bool | None] | None = None,
     *,
     transport: Transport | None = None,
 ) -> MeasureResult:
-    """Scrape until ``min_drafts`` drafts or ``duration_s``, every scrape through ``transport``
+    """Scrape until ``min_drafts`` drafts, ``duration_s``, or ``on_update`` (called with the
+    window's result after every scrape) returns true; every scrape goes through ``transport``
     (None: one client for the whole watch, its connections kept alive between scrapes); raises
     :class:`MeasureError`."""
     return asyncio.run(_watch(cfg, on_update, transport))
