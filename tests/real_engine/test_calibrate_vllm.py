@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from alphagate.calibrate.fit import fit_profile
 from alphagate.calibrate.observations import Observation
@@ -49,8 +50,8 @@ from alphagate.sim.uncertainty import CostDesign, scaled_speedup_interval
 from alphagate.specs import DeploymentConfig, Eagle3Drafter, WorkloadConfig, resolve_deployment
 from alphagate.specs.uncertainty import calibrated_ranges, prior_ranges
 from alphagate.specs.workload import FixedLength
-from tests.real_engine.harness import POOL, ServerSpec, pooled, spec_configs
-from tests.real_engine.test_vllm import CODE_PROMPTS, _report
+from tests.real_engine.harness import POOL, ServerSpec, pooled, report, spec_configs
+from tests.real_engine.test_vllm import CODE_PROMPTS
 
 OUTPUT = 48
 PROBE_WORDS = 160  # a few hundred tokens with the tiny tokenizer: within --max-model-len 1024
@@ -119,6 +120,7 @@ def _merge(parts: list[Observation]) -> Observation:
     )  # fmt: skip
 
 
+@pytest.mark.timing  # step times and speedups: with the tier's other timing tests, alone
 def test_calibrate_predicts_the_speculative_speedup(
     tiny: Any, logdir: Path, tmp_path: Path
 ) -> None:
@@ -156,7 +158,7 @@ def test_calibrate_predicts_the_speculative_speedup(
     obs = {key: _merge([o for o, _ in v]) for key, v in got.items()}
     rounds = {key: [t for _, t in v] for key, v in got.items()}
     tput = {key: float(np.median(v)) for key, v in rounds.items()}
-    _report(
+    report(
         "calibrate/vllm-cpu-observations",
         {
             f"{n} {c}": {
@@ -242,7 +244,7 @@ def test_calibrate_predicts_the_speculative_speedup(
                 "measured_base_step_ms": b.step_ms,
             }
         )
-    _report(
+    report(
         "calibrate/vllm-cpu",
         {
             "coefficients": {

@@ -28,7 +28,7 @@ from alphagate.bench.dataset import Prompt
 from alphagate.bench.runner import BenchRunner
 from alphagate.measure.estimate import estimate
 from tests.conftest import Cli
-from tests.real_engine.harness import REPO, ServerSpec, counts_agree, pooled, spec_configs
+from tests.real_engine.harness import ServerSpec, counts_agree, pooled, report, spec_configs
 
 MAX_TOKENS = 48
 CODE = [
@@ -53,14 +53,6 @@ PROSE = [
 ]
 K = {"ngram": 4, "draft": 3, "eagle3": 3}
 SAMPLED_REPEATS = 4  # the sampled case: every prompt four times (trajectories differ)
-REPORT = REPO / ".cache" / "real-engine" / "report.json"
-
-
-def _report(key: str, value: object) -> None:
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
-    data[key] = value
-    REPORT.write_text(json.dumps(data, indent=2))
 
 
 def _dataset(path: Path, prompts: dict[str, list[str]]) -> Path:
@@ -173,7 +165,7 @@ def test_offline_prediction_agrees_with_vllm(
     if name != "ngram":
         sampled = _sampled(srv.url, "tiny", logs["dir"] / "unused", save_text=False)
     table = {cls: {"predicted": _counts(pred["classes"][cls]), "vllm": got[cls]} for cls in got}
-    _report(f"offline/{name}", {"k": k, "classes": table, "wall_s": pred["offline"]["wall_s"]})
+    report(f"offline/{name}", {"k": k, "classes": table, "wall_s": pred["offline"]["wall_s"]})
     for cls, row in table.items():
         p, v = row["predicted"], row["vllm"]
         assert v["drafts"] > 0, (cls, v)
@@ -207,7 +199,7 @@ def _check_sampled(
     half_v = (v.draft_acceptance_rate_ci.high - v.draft_acceptance_rate_ci.low) / 2
     half_p = (ci_p["high"] - ci_p["low"]) / 2
     inside = v.draft_acceptance_rate_ci.low <= rho_p <= v.draft_acceptance_rate_ci.high
-    _report(
+    report(
         f"offline/{name}/temperature-0.7",
         {
             "predicted_rho": rho_p, "predicted_ci": ci_p, "vllm_rho": v.draft_acceptance_rate,

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Cli
-from tests.real_engine.harness import vllm_server
-from tests.real_engine.test_offline_vllm import CODE, REPO, _report
+from tests.real_engine.harness import REPO, report, vllm_server
+from tests.real_engine.test_offline_vllm import CODE
 
 MAX_TOKENS = 48
 K = 16
@@ -96,7 +96,7 @@ def test_the_suffix_replay_equals_vllms_counters(tiny: Any, logdir: Path, tmp_pa
     )  # fmt: skip
     per_request = {r["cls"]: r["spec"] for r in served}
     totals = {"predicted": _counts(pred["overall"]), "vllm": _summed(runs)}
-    _report(
+    report(
         "offline/suffix",
         {"k": K, "totals": totals, "wall_s": pred["offline"]["wall_s"],
          "draft_lengths": pred["offline"]["overall"]["draft_length_histogram"]},
@@ -134,4 +134,4 @@ def test_a_suffix_plan_prints_what_vllms_parser_accepts(tmp_path: Path) -> None:
     assert base["speculative_config"] is None
     assert cand["speculative_config"] == plan["speculative_config"]
     assert cand["speculative_config"]["method"] == "suffix"
-    _report("rollout/suffix", {"speculative_config": cand["speculative_config"]})
+    report("rollout/suffix", {"speculative_config": cand["speculative_config"]})

@@ -26,10 +26,11 @@ from tests.real_engine.harness import (
     _command,
     _env,
     free_port,
+    report,
     vllm_bench_command,
 )
 from tests.real_engine.test_calibrate_vllm import CPU_SPEC
-from tests.real_engine.test_vllm import CODE_PROMPTS, _report
+from tests.real_engine.test_vllm import CODE_PROMPTS
 
 K = 2
 OUTPUT = 48
@@ -86,7 +87,7 @@ def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> No
     by_k = {k: [p["observed_ms"] for p in steps if p["k"] == k] for k in (0, K)}
     assert min(by_k[K]) > max(by_k[0]) * 0.8, by_k
     assert d["rms_residual_pct"] < 30.0, d
-    _report(
+    report(
         "calibrate/vllm-bench-sweep",
         {
             "exit_code": r.exit_code,

@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import Cli
-from tests.real_engine.harness import REPO, ServerSpec, counts_agree, pooled, vllm_server
+from tests.real_engine.harness import ServerSpec, counts_agree, pooled, report, vllm_server
 
 #: the plan's production names, under which the team's Hugging Face cache holds the stand-ins
 TARGET_ID, HEAD_ID = "meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
@@ -54,17 +54,9 @@ CODE_STEPS = 30
 #: held-out code α with the new head ÷ with the general head, at least (the first run that
 #: passed the plan's flip, K = 2: 0.247 → 0.444, a ratio of 1.80)
 MIN_RATIO = 1.5
-REPORT = REPO / ".cache" / "real-engine" / "report.json"
 #: modules of the standard library's packages: the tiny target learned from the top-level
 #: modules only, so this code is new to it (and to the head)
 PACKAGES = ("email", "json", "asyncio", "http", "xml", "concurrent", "importlib", "logging")
-
-
-def _report(key: str, value: object) -> None:
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
-    data[key] = value
-    REPORT.write_text(json.dumps(data, indent=2))
 
 
 def _code_prompts(n: int) -> list[str]:
@@ -199,7 +191,7 @@ def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
         f"--alpha-from results/alpha.json -c {CONCURRENCY} --url {base.url} --served-model tiny "
         f"--bench-requests {BENCH_REQUESTS} --out plan.md"
     )
-    _report("train-head/plan-before", {"verdict": plan["verdict"],
+    report("train-head/plan-before", {"verdict": plan["verdict"],
             "routed_away": plan["routed_away"], "classes": {c: (e["alpha_iid"],
             e["alpha_iid_ci"]) for c, e in before.items()}})  # fmt: skip
     assert plan["routed_away"] == ["code"], (plan["verdict"], before)
@@ -214,13 +206,13 @@ def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
     after = team.json(alpha_file)["classes"]["code"]
     result = team.json(f"{head}/train.json")
     gain = next(g for g in result["gains"] if g["name"] == "code")
-    _report("train-head/trained", {"output": trained[-3000:], "capture": result["capture"],
+    report("train-head/trained", {"output": trained[-3000:], "capture": result["capture"],
             "training": result["training"], "gains": result["gains"]})  # fmt: skip
     assert gain["ratio"] >= MIN_RATIO, gain
     # the measurement as printed is the one train-head made on the same held-out requests
     assert after["alpha_iid"] == pytest.approx(gain["alpha"])
     replanned = team.plan(replan)
-    _report("train-head/plan-after", {"verdict": replanned["verdict"],
+    report("train-head/plan-after", {"verdict": replanned["verdict"],
             "routed_away": replanned["routed_away"],
             "code": (after["alpha_iid"], after["alpha_iid_ci"])})  # fmt: skip
     assert replanned["routed_away"] == [] and replanned["verdict"] == "go", replanned["verdict"]
@@ -235,7 +227,7 @@ def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
     with vllm_server(tiny.target, "tiny", spec, logdir) as srv:
         a = _bench(srv.url, data, team.cwd / "results" / "served")["levels"][0]["acceptance"]
     served = _counts(a)
-    _report("train-head/vllm-vs-offline", {"k": k, "predicted": predicted, "vllm": served})
+    report("train-head/vllm-vs-offline", {"k": k, "predicted": predicted, "vllm": served})
     assert served["drafts"] > 0
     # as the tier's offline check: ties in bf16 logits may flip a few tokens
     assert counts_agree(predicted, served), (predicted, served)

@@ -27,9 +27,9 @@ from tests.real_engine.harness import (
     ServerSpec,
     VllmServer,
     pooled,
+    report,
     run_vllm_bench,
     spec_configs,
-    vllm_server,
 )
 
 CODE_PROMPTS = [
@@ -109,15 +109,6 @@ def baseline_greedy(tiny: Any, logdir: Path) -> list[str]:
 
 
 ACCEPTANCE: dict[str, float] = {}
-REPORT = Path(__file__).resolve().parents[2] / ".cache" / "real-engine" / "report.json"
-
-
-def _report(key: str, value: object) -> None:
-    """Keep the tier's measured figures in .cache/real-engine/report.json (for the record)."""
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
-    data[key] = value
-    REPORT.write_text(json.dumps(data, indent=2))
 
 
 @pytest.mark.parametrize("config", ["ngram", "draft", "eagle3", "eagle3-untrained"])
@@ -144,7 +135,7 @@ def test_acceptance_equals_vllm_counters_and_log(
     assert n_lines >= 1
     assert drafted == own.num_draft_tokens and acc == own.num_accepted_tokens
     ACCEPTANCE[config] = float(a.draft_acceptance_rate or 0.0)
-    _report(
+    report(
         f"acceptance/{config}",
         {
             "draft_acceptance_rate": a.draft_acceptance_rate,
@@ -168,20 +159,17 @@ def test_trained_and_untrained_heads_are_told_apart() -> None:
     assert ACCEPTANCE["eagle3"] > ACCEPTANCE["eagle3-untrained"] + 0.1
 
 
+@pytest.mark.timing  # a speedup: with the tier's other timing tests, not beside other work
 def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: Path) -> None:
-    spec = spec_configs(tiny)["ngram"]
     base, cand = pooled(
-        tiny.target,
-        logdir,
-        ServerSpec("tiny", label="base"),
-        ServerSpec("tiny", spec, label="ngram"),
+        tiny.target, logdir, ServerSpec("tiny", label="base"), _ngram_without_prefix_cache(tiny)
     )
     levels = _bench([("baseline", base.url), ("candidate", cand.url)], 1, 12, "tiny")
     cmp = speedups(levels[1].overall, levels[0].overall)
     tpc = levels[1].overall.mean_tokens_per_chunk
     assert tpc is not None and tpc > 1.0
     assert cmp.tpot_mean_speedup is not None
-    _report(
+    report(
         "ab/baseline-vs-ngram",
         {
             "tokens_per_chunk": tpc,
@@ -193,6 +181,15 @@ def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: 
     # improve by more than the tokens per chunk, and with a near-free n-gram draft it is not below
     # half of it on this CPU build
     assert 0.5 * tpc <= cmp.tpot_mean_speedup <= 1.1 * tpc
+
+
+def _ngram_without_prefix_cache(tiny: Any) -> ServerSpec:
+    """The n-gram server of the tier's timing tests: no prefix cache, so that every request pays
+    its real prefill however often a prompt comes back (the two clients' turns, the A/B's
+    repeated prompts)."""
+    return ServerSpec(
+        "tiny", spec_configs(tiny)["ngram"], ("--no-enable-prefix-caching",), label="ngram-nopc"
+    )
 
 
 def _dataset(path: Path, n: int, max_tokens: int, prompts: list[str] | None = None) -> Path:
@@ -243,39 +240,35 @@ def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_pa
     """
     texts = _long_prompts(24)
     data = _dataset(tmp_path / "code.jsonl", 24, 48, texts)
-    spec = spec_configs(tiny)["ngram"]
     prompts = [Prompt(t, None, None, 48, True) for t in texts]
     ours: list[Any] = []
     theirs: list[dict[str, Any]] = []
-    # no prefix cache: both clients pay the same real prefill for every prompt
-    with vllm_server(
-        tiny.target, "tiny", spec, logdir, extra_args=("--no-enable-prefix-caching",)
-    ) as srv:
-        # warm-up over every prompt first: the CPU build creates kernels per new input shape on first
-        # sight, a cost that would otherwise land on whichever client runs first
-        warm = asyncio.run(_run_prompts(srv.url, [Prompt(t, None, None, 4, True) for t in texts]))
-        assert warm.completed == 24
+    (srv,) = pooled(tiny.target, logdir, _ngram_without_prefix_cache(tiny))
+    # warm-up over every prompt first: the CPU build creates kernels per new input shape on first
+    # sight, a cost that would otherwise land on whichever client runs first
+    warm = asyncio.run(_run_prompts(srv.url, [Prompt(t, None, None, 4, True) for t in texts]))
+    assert warm.completed == 24
 
-        def turn() -> None:
-            ours.append(asyncio.run(_run_prompts(srv.url, prompts)))
-            theirs.append(
-                run_vllm_bench(
-                    srv.url, "tiny", tiny.tokenizer, data, tmp_path / f"vb{len(theirs)}",
-                    prompts=24, concurrency=1, output_len=48,
-                )
-            )  # fmt: skip
+    def turn() -> None:
+        ours.append(asyncio.run(_run_prompts(srv.url, prompts)))
+        theirs.append(
+            run_vllm_bench(
+                srv.url, "tiny", tiny.tokenizer, data, tmp_path / f"vb{len(theirs)}",
+                prompts=24, concurrency=1, output_len=48,
+            )
+        )  # fmt: skip
 
+    turn()
+    turn()
+    agreement = _agreement(ours, theirs)
+    if not all(_agree(r) for r in agreement.values()):
+        # a neighbour that slowed the server during one client's turn moves that turn alone:
+        # a third pair of turns, and the medians of three
         turn()
-        turn()
-        report = _agreement(ours, theirs)
-        if not all(_agree(r) for r in report.values()):
-            # a neighbour that slowed the server during one client's turn moves that turn alone:
-            # a third pair of turns, and the medians of three
-            turn()
-            report = _agreement(ours, theirs)
+        agreement = _agreement(ours, theirs)
     assert all(t["completed"] == 24 for t in theirs) and all(o.completed == 24 for o in ours)
-    _report("client-agreement", report)
-    for name, r in report.items():
+    report("client-agreement", agreement)
+    for name, r in agreement.items():
         assert _agree(r), (name, r)
 
 
@@ -291,12 +284,12 @@ def _agreement(ours: list[Any], theirs: list[dict[str, Any]]) -> dict[str, dict[
             [float(t["median_itl_ms"]) for t in theirs],
         ),
     }
-    report: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float]] = {}
     for name, (o, t) in metrics.items():
         ov = [float(x or 0.0) for x in o]
         mo, mt = float(np.median(ov)), float(np.median(t))
         spread = max((max(ov) - min(ov)) / mo, (max(t) - min(t)) / mt) / (len(ov) - 1)
-        report[name] = {
+        out[name] = {
             "ours": mo,
             "vllm": mt,
             "turns": len(ov),
@@ -304,7 +297,7 @@ def _agreement(ours: list[Any], theirs: list[dict[str, Any]]) -> dict[str, dict[
             "bound_above": max(0.10, 3.0 * spread),
             "bound_below": max(0.25, 3.0 * spread),
         }
-    return report
+    return out
 
 
 def _agree(r: dict[str, float]) -> bool:
@@ -347,7 +340,7 @@ def test_vllms_client_against_the_twin(tiny: Any, tmp_path: Path) -> None:
     # the per-step accepted count has variance ≤ K²/4; 4.5 standard errors on ρ = accepted/(K·drafts)
     assert abs(rho - want) < 4.5 * 0.5 / (drafts**0.5)
     assert len(res["spec_decode_per_position_acceptance_rates"]) == k
-    _report("vllm-client-vs-twin", {"rho_read": rho, "rho_configured": want, "drafts": drafts})
+    report("vllm-client-vs-twin", {"rho_read": rho, "rho_configured": want, "drafts": drafts})
 
 
 def test_plan_speculative_config_fields_exist_in_vllm(tmp_path: Path) -> None:
@@ -372,7 +365,7 @@ def test_plan_speculative_config_fields_exist_in_vllm(tmp_path: Path) -> None:
     for method in ("eagle3", "eagle", "draft_model", "ngram", "mtp"):
         d = cli.json("plan", "--class", "chat:1.0:0.7", "--concurrency", "16", "--method", method)
         assert set(d["speculative_config"]) <= fields, (method, d["speculative_config"])
-    _report("speculative-config-fields", {"checked": sorted(allowed)})
+    report("speculative-config-fields", {"checked": sorted(allowed)})
 
 
 def test_measure_live_logs_and_bench_agree(tiny: Any, logdir: Path, tmp_path: Path) -> None:
@@ -435,7 +428,7 @@ def test_measure_live_logs_and_bench_agree(tiny: Any, logdir: Path, tmp_path: Pa
     err = abs(m_logs["num_drafts"] - a["num_drafts"])
     for got, want in zip(m_logs["accepted_per_pos"], a["accepted_per_pos"], strict=True):
         assert got == pytest.approx(want, abs=0.0005 * a["num_drafts"] + err + 1e-9)
-    _report(
+    report(
         "measure-agreement",
         {
             "drafts": {"bench": a["num_drafts"], "live": m_live["num_drafts"],
