@@ -127,17 +127,8 @@ $(VLLM_VENV)/.installed: $(ARCTIC_WHEEL)
 	  $(ARCTIC_DIR)/wheels/arctic_inference-*.whl
 	touch $@
 
-# Two halves: the tests that judge time (marked `alone` or `timing`: step times, speedups,
-# latencies) one at a time with nothing beside them; then the tests that count (acceptance
-# against vLLM's counters, offline replay, the head trained, the commands vLLM accepts) on two
-# workers, each with its own pool of servers (at most five: the memory of two cores' machine),
-# the OS placing each server's worker on either core. Both halves always run.
 test-vllm: $(VENV)/.dev $(VLLM_VENV)/.installed
-	@ALPHAGATE_RUN_VLLM=1 $(PY) -m pytest -q -p no:cacheprovider --durations=6 \
-	  -m "alone or timing" tests/real_engine; timed=$$?; \
-	ALPHAGATE_RUN_VLLM=1 ALPHAGATE_VLLM_BIND=nobind ALPHAGATE_VLLM_POOL=5 $(PY) -m pytest -q \
-	  -p no:cacheprovider --durations=8 -n 2 --dist loadgroup -m "not (alone or timing)" \
-	  tests/real_engine; counted=$$?; [ $$timed -eq 0 ] && [ $$counted -eq 0 ]
+	ALPHAGATE_RUN_VLLM=1 $(PY) -m pytest -q -p no:cacheprovider --durations=12 tests/real_engine
 
 bench: $(VENV)/.dev
 	$(PY) benchmarks/run_all.py

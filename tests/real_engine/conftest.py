@@ -12,13 +12,6 @@ from tests.real_engine.harness import MODEL_CACHE, POOL, VLLM_PYTHON
 RUN = os.environ.get("ALPHAGATE_RUN_VLLM") == "1"
 
 
-#: the tier's parallel half (``make test-vllm``: the tests that count, not time) on two
-#: workers, a file's tests on one: these files on one worker, the others on the other (about
-#: eight minutes each on a two-core machine; each worker has its own pool of servers)
-WORKER_A = {"test_train_head_vllm.py", "test_suffix_vllm.py", "test_rollout_vllm.py",
-            "test_explain_vllm.py", "test_sglang.py"}  # fmt: skip
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if RUN:
         # tests marked `alone` first, before the pool (harness.ServerPool) starts any server:
@@ -26,9 +19,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # 7–8 ms instead of 5 and an EAGLE-3 run's whole replies in one chunk (their workers
         # share core 0 with the busy one, VLLM_CPU_OMP_THREADS_BIND=auto)
         items.sort(key=lambda item: item.get_closest_marker("alone") is None)
-        for item in items:
-            group = "a" if Path(str(item.fspath)).name in WORKER_A else "b"
-            item.add_marker(pytest.mark.xdist_group(f"real-engine-{group}"))
         return
     skip = pytest.mark.skip(reason="real-engine tier: run `make test-vllm`")
     for item in items:

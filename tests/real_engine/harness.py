@@ -46,8 +46,8 @@ def counts_agree(predicted: dict[str, Any], served: dict[str, Any]) -> bool:
 
 
 def report(key: str, value: object) -> None:
-    """Keep a measured figure under ``key`` in :data:`REPORT`; the tier's two workers write it
-    in turn (an exclusive lock on a file beside it)."""
+    """Keep a measured figure under ``key`` in :data:`REPORT` (under an exclusive lock on a file
+    beside it: a second pytest process on the same tree writes in turn, not over it)."""
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     with (REPORT.parent / "report.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -103,11 +103,6 @@ def _env() -> dict[str, str]:
         VLLM_LOGGING_LEVEL="INFO",
         VLLM_LOG_STATS_INTERVAL="2",
     )
-    # the tier's parallel half (``make test-vllm``) lets the OS place each server's worker:
-    # vLLM's "auto" binds every worker to core 0, where two tests' servers would queue
-    bind = os.environ.get("ALPHAGATE_VLLM_BIND")
-    if bind:
-        env["VLLM_CPU_OMP_THREADS_BIND"] = bind
     iomp = VLLM_PYTHON.parent.parent / "lib" / "libiomp5.so"
     if iomp.exists():
         env["LD_PRELOAD"] = str(iomp)
@@ -219,16 +214,15 @@ class ServerPool:
     A vLLM CPU server takes 30–60 s to start on two cores, and the tests ask for the same few
     configurations again and again (the baseline, the n-gram, draft-model and EAGLE-3 servers,
     each in several files). A server is keyed by its model, served name, speculative config and
-    flags. At most ``keep`` run at once (``ALPHAGATE_VLLM_POOL``, default 6, per pytest process):
-    the one used longest ago is stopped to make room, also
+    flags. At most ``keep`` run at once: the one used longest ago is stopped to make room, also
     for a test's own servers (:func:`vllm_servers`). Counters and logs are shared, so the tests
     read deltas — a scrape before and after, the log from an offset — and a server is handed
     out only once its log is quiet. Tests that need a server of their own (fresh counters, a
     flag no other test uses) start it with :func:`vllm_server`.
     """
 
-    def __init__(self, keep: int | None = None) -> None:
-        self.keep = keep or int(os.environ.get("ALPHAGATE_VLLM_POOL", "6"))
+    def __init__(self, keep: int = 6) -> None:
+        self.keep = keep
         self._running: dict[Key, VllmServer] = {}
         self._used: dict[Key, float] = {}
 

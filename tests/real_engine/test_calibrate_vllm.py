@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from alphagate.calibrate.fit import fit_profile
 from alphagate.calibrate.observations import Observation
@@ -120,7 +119,6 @@ def _merge(parts: list[Observation]) -> Observation:
     )  # fmt: skip
 
 
-@pytest.mark.timing  # step times and speedups: with the tier's other timing tests, alone
 def test_calibrate_predicts_the_speculative_speedup(
     tiny: Any, logdir: Path, tmp_path: Path
 ) -> None:

@@ -30,6 +30,7 @@ from tests.real_engine.harness import (
     report,
     run_vllm_bench,
     spec_configs,
+    vllm_server,
 )
 
 CODE_PROMPTS = [
@@ -159,10 +160,13 @@ def test_trained_and_untrained_heads_are_told_apart() -> None:
     assert ACCEPTANCE["eagle3"] > ACCEPTANCE["eagle3-untrained"] + 0.1
 
 
-@pytest.mark.timing  # a speedup: with the tier's other timing tests, not beside other work
 def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: Path) -> None:
+    spec = spec_configs(tiny)["ngram"]
     base, cand = pooled(
-        tiny.target, logdir, ServerSpec("tiny", label="base"), _ngram_without_prefix_cache(tiny)
+        tiny.target,
+        logdir,
+        ServerSpec("tiny", label="base"),
+        ServerSpec("tiny", spec, label="ngram"),
     )
     levels = _bench([("baseline", base.url), ("candidate", cand.url)], 1, 12, "tiny")
     cmp = speedups(levels[1].overall, levels[0].overall)
@@ -181,15 +185,6 @@ def test_ab_baseline_vs_ngram_speedup_consistent_with_chunks(tiny: Any, logdir: 
     # improve by more than the tokens per chunk, and with a near-free n-gram draft it is not below
     # half of it on this CPU build
     assert 0.5 * tpc <= cmp.tpot_mean_speedup <= 1.1 * tpc
-
-
-def _ngram_without_prefix_cache(tiny: Any) -> ServerSpec:
-    """The n-gram server of the tier's timing tests: no prefix cache, so that every request pays
-    its real prefill however often a prompt comes back (the two clients' turns, the A/B's
-    repeated prompts)."""
-    return ServerSpec(
-        "tiny", spec_configs(tiny)["ngram"], ("--no-enable-prefix-caching",), label="ngram-nopc"
-    )
 
 
 def _dataset(path: Path, n: int, max_tokens: int, prompts: list[str] | None = None) -> Path:
@@ -240,32 +235,36 @@ def test_our_client_agrees_with_vllms_own_client(tiny: Any, logdir: Path, tmp_pa
     """
     texts = _long_prompts(24)
     data = _dataset(tmp_path / "code.jsonl", 24, 48, texts)
+    spec = spec_configs(tiny)["ngram"]
     prompts = [Prompt(t, None, None, 48, True) for t in texts]
     ours: list[Any] = []
     theirs: list[dict[str, Any]] = []
-    (srv,) = pooled(tiny.target, logdir, _ngram_without_prefix_cache(tiny))
-    # warm-up over every prompt first: the CPU build creates kernels per new input shape on first
-    # sight, a cost that would otherwise land on whichever client runs first
-    warm = asyncio.run(_run_prompts(srv.url, [Prompt(t, None, None, 4, True) for t in texts]))
-    assert warm.completed == 24
+    # no prefix cache: both clients pay the same real prefill for every prompt
+    with vllm_server(
+        tiny.target, "tiny", spec, logdir, extra_args=("--no-enable-prefix-caching",)
+    ) as srv:
+        # warm-up over every prompt first: the CPU build creates kernels per new input shape on first
+        # sight, a cost that would otherwise land on whichever client runs first
+        warm = asyncio.run(_run_prompts(srv.url, [Prompt(t, None, None, 4, True) for t in texts]))
+        assert warm.completed == 24
 
-    def turn() -> None:
-        ours.append(asyncio.run(_run_prompts(srv.url, prompts)))
-        theirs.append(
-            run_vllm_bench(
-                srv.url, "tiny", tiny.tokenizer, data, tmp_path / f"vb{len(theirs)}",
-                prompts=24, concurrency=1, output_len=48,
-            )
-        )  # fmt: skip
+        def turn() -> None:
+            ours.append(asyncio.run(_run_prompts(srv.url, prompts)))
+            theirs.append(
+                run_vllm_bench(
+                    srv.url, "tiny", tiny.tokenizer, data, tmp_path / f"vb{len(theirs)}",
+                    prompts=24, concurrency=1, output_len=48,
+                )
+            )  # fmt: skip
 
-    turn()
-    turn()
-    agreement = _agreement(ours, theirs)
-    if not all(_agree(r) for r in agreement.values()):
-        # a neighbour that slowed the server during one client's turn moves that turn alone:
-        # a third pair of turns, and the medians of three
+        turn()
         turn()
         agreement = _agreement(ours, theirs)
+        if not all(_agree(r) for r in agreement.values()):
+            # a neighbour that slowed the server during one client's turn moves that turn alone:
+            # a third pair of turns, and the medians of three
+            turn()
+            agreement = _agreement(ours, theirs)
     assert all(t["completed"] == 24 for t in theirs) and all(o.completed == 24 for o in ours)
     report("client-agreement", agreement)
     for name, r in agreement.items():
