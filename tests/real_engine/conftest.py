@@ -16,8 +16,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if RUN:
         # tests marked `alone` first, before the pool (harness.ServerPool) starts any server:
         # with five pooled servers idle beside it, vLLM's own sweep read the baseline's steps at
-        # 7–8 ms instead of 5 and an EAGLE-3 run's whole replies in one chunk (their workers
-        # share core 0 with the busy one, VLLM_CPU_OMP_THREADS_BIND=auto)
+        # 7–8 ms instead of 5 and an EAGLE-3 run's whole replies in one chunk (idle servers
+        # still poll and log on the same two cores)
         items.sort(key=lambda item: item.get_closest_marker("alone") is None)
         return
     skip = pytest.mark.skip(reason="real-engine tier: run `make test-vllm`")

@@ -62,7 +62,9 @@ def test_calibrate_fits_a_real_vllm_bench_sweep(tiny: Any, tmp_path: Path) -> No
     log = tmp_path / "sweep.log"
     POOL.close()  # run first (`alone`): nothing pooled is up; were anything, it would stop
     with log.open("wb") as fh:
-        done = subprocess.run(sweep, stdout=fh, stderr=subprocess.STDOUT, env=_env(), timeout=900)
+        done = subprocess.run(
+            sweep, stdout=fh, stderr=subprocess.STDOUT, env=_env(server=True), timeout=900
+        )
     assert done.returncode == 0, log.read_text()[-4000:]
     exp = tmp_path / "sweeps" / "eagle3-k2"
     runs = sorted(exp.rglob("run=0.json"))
