@@ -127,7 +127,7 @@ def test_calibrate_predicts_the_speculative_speedup(
     tiny: Any, logdir: Path, tmp_path: Path
 ) -> None:
     """The five servers (from the tier's pool: the baseline, K = 3 and the untrained head are the
-    other files' too) run side by side and take turns level by level, twice, so that the load
+    other files' too) run side by side and take turns level by level, three times (ROUNDS), so that the load
     other work puts on the machine falls on the baseline and the candidates alike."""
     data = tmp_path / "code.jsonl"
     data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in CODE_PROMPTS))
