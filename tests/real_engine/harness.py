@@ -11,7 +11,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,7 @@ class ServerSpec:
     spec: dict[str, object] | None = None
     extra_args: tuple[str, ...] = ()
     label: str = ""  # for the log file's name (default: the served name)
+    env: tuple[tuple[str, str], ...] = ()  # on top of the tier's (:func:`_env`)
 
 
 def _command(model: Path, port: int, server: ServerSpec) -> list[str]:
@@ -187,7 +188,7 @@ def _start(
                     _command(model, port, server),
                     stdout=fh,
                     stderr=subprocess.STDOUT,
-                    env=_env(server=True),
+                    env={**_env(server=True), **dict(server.env)},
                 )
             started.append(VllmServer(f"http://127.0.0.1:{port}", server.name, log, proc))
         deadline = time.monotonic() + timeout_s
@@ -218,7 +219,7 @@ def _quiet(server: VllmServer, quiet_s: float = 3.0, limit_s: float = 30.0) -> N
             size, since = now, time.monotonic()
 
 
-Key = tuple[str, str, str, tuple[str, ...]]
+Key = tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]
 
 
 class ServerPool:
@@ -242,7 +243,7 @@ class ServerPool:
     @staticmethod
     def _key(model: Path, server: ServerSpec) -> Key:
         spec = json.dumps(server.spec, sort_keys=True)
-        return str(model), server.name, spec, server.extra_args
+        return str(model), server.name, spec, server.extra_args, server.env
 
     def make_room(self, n: int, spare: frozenset[Key] = frozenset()) -> None:
         """Stop the servers used longest ago (never those in ``spare``) until ``n`` more fit."""
@@ -283,6 +284,76 @@ class ServerPool:
         for srv in self._running.values():
             _stop(srv)
         self._running.clear()
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (from ``/proc``'s parent links)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:  # gone since listed
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            parents.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += parents.get(p, [])
+    return out
+
+
+def _set_affinity(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` on ``cpus`` (threads started later inherit their starter's)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return
+    for tid in tids:
+        with suppress(OSError):  # a thread that ended since listed
+            os.sched_setaffinity(tid, cpus)
+
+
+@contextmanager
+def pinned(servers: list[VllmServer]) -> Iterator[int]:
+    """While a test measures ``servers`` one at a time: every engine-core process on a core of
+    its own, the API servers and this process on the others, as vLLM's CPU guide reserves
+    cores for the frontend (``VLLM_CPU_NUM_OF_RESERVED_CPU``). Unpinned, three busy processes
+    (engine core, API server, client) share two cores, and which two share one changes from one
+    level to the next: a round's speedup moved from the median of its cell's rounds by 6–8%
+    (median absolute deviation), pinned by 2–3%. Start such servers with
+    ``OMP_NUM_THREADS=1``: vLLM sets torch's threads to one for serving, but an OpenMP region
+    that still asks for two, on one core, spins (a long prompt's decode step took 17 ms instead
+    of 7). Everything goes back to every core on exit. Yields the engine cores pinned (none on a
+    machine of one core)."""
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        yield 0
+        return
+    engine = {max(allowed)}
+    frontend = allowed - engine
+    trees = [_tree(srv.proc.pid) for srv in servers]
+    engines = 0
+    for pids in trees:
+        for pid in pids:
+            try:  # vLLM titles it VLLM::EngineCore (setproctitle)
+                title = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            core = b"EngineCore" in title
+            engines += core
+            _set_affinity(pid, engine if core else frontend)
+    me = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, frontend)
+    try:
+        yield engines
+    finally:
+        os.sched_setaffinity(0, me)
+        for pids in trees:
+            for pid in pids:
+                _set_affinity(pid, allowed)
 
 
 def pooled(model: Path, logdir: Path, *servers: ServerSpec) -> list[VllmServer]:
