@@ -90,7 +90,10 @@ FIX = Path(__file__).parent / "vllm_cpu_fix"
 #: ``mp`` to bind OpenMP threads), and the OpenAI server runs its engine core in a process of its
 #: own either way (``AsyncLLM`` always makes the multiprocess client). One process fewer to
 #: import torch and vLLM: a tiny model's server is up in about 22 s instead of 43–51 s here.
-IN_PROCESS_WORKER = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+#: One OpenMP thread too: the engine core sets torch's threads to one for serving
+#: (``vllm/utils/torch_utils.py``) and binds none, and an OpenMP region that still asks for two
+#: spins on a core the API server and the client need (see :func:`pinned`).
+IN_PROCESS_WORKER = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 IN_PROCESS_ARGS = ("--distributed-executor-backend", "uni")
 
 
@@ -127,7 +130,6 @@ class ServerSpec:
     spec: dict[str, object] | None = None
     extra_args: tuple[str, ...] = ()
     label: str = ""  # for the log file's name (default: the served name)
-    env: tuple[tuple[str, str], ...] = ()  # on top of the tier's (:func:`_env`)
 
 
 def _command(model: Path, port: int, server: ServerSpec) -> list[str]:
@@ -188,7 +190,7 @@ def _start(
                     _command(model, port, server),
                     stdout=fh,
                     stderr=subprocess.STDOUT,
-                    env={**_env(server=True), **dict(server.env)},
+                    env=_env(server=True),
                 )
             started.append(VllmServer(f"http://127.0.0.1:{port}", server.name, log, proc))
         deadline = time.monotonic() + timeout_s
@@ -219,7 +221,7 @@ def _quiet(server: VllmServer, quiet_s: float = 3.0, limit_s: float = 30.0) -> N
             size, since = now, time.monotonic()
 
 
-Key = tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]
+Key = tuple[str, str, str, tuple[str, ...]]
 
 
 class ServerPool:
@@ -243,7 +245,7 @@ class ServerPool:
     @staticmethod
     def _key(model: Path, server: ServerSpec) -> Key:
         spec = json.dumps(server.spec, sort_keys=True)
-        return str(model), server.name, spec, server.extra_args, server.env
+        return str(model), server.name, spec, server.extra_args
 
     def make_room(self, n: int, spare: frozenset[Key] = frozenset()) -> None:
         """Stop the servers used longest ago (never those in ``spare``) until ``n`` more fit."""
@@ -323,10 +325,10 @@ def pinned(servers: list[VllmServer]) -> Iterator[int]:
     cores for the frontend (``VLLM_CPU_NUM_OF_RESERVED_CPU``). Unpinned, three busy processes
     (engine core, API server, client) share two cores, and which two share one changes from one
     level to the next: a round's speedup moved from the median of its cell's rounds by 6–8%
-    (median absolute deviation), pinned by 2–3%. Start such servers with
-    ``OMP_NUM_THREADS=1``: vLLM sets torch's threads to one for serving, but an OpenMP region
-    that still asks for two, on one core, spins (a long prompt's decode step took 17 ms instead
-    of 7). Everything goes back to every core on exit. Yields the engine cores pinned (none on a
+    (median absolute deviation), pinned by 2–3%. The servers run with ``OMP_NUM_THREADS=1``
+    (:data:`IN_PROCESS_WORKER`): vLLM sets torch's threads to one for serving, but an OpenMP
+    region that still asked for two spun on its one core (a long prompt's decode step took
+    17 ms instead of 7). Everything goes back to every core on exit. Yields the engine cores pinned (none on a
     machine of one core)."""
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:
