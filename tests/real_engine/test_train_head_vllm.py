@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from typing import Any
 
@@ -106,17 +107,18 @@ class Team:
 
     def __init__(self, cwd: Path, hf_home: Path) -> None:
         self.cwd, self.hf_home = cwd, hf_home
-        self.ran: list[tuple[str, int, str]] = []
+        self.ran: list[tuple[str, int, float]] = []  # command, exit code, seconds
 
     def run(self, command: str, want: int = 0) -> str:
         argv = shlex.split(command)
         assert argv[0] == "alphagate", command
         env = {**os.environ, "HF_HOME": str(self.hf_home), "HF_HUB_OFFLINE": "1",
                "COLUMNS": "200", "NO_COLOR": "1"}  # fmt: skip
+        t0 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "alphagate", *argv[1:]], cwd=self.cwd, env=env,
                            capture_output=True, text=True, timeout=900)  # fmt: skip
         out = r.stdout + r.stderr
-        self.ran.append((command, r.returncode, out))
+        self.ran.append((command, r.returncode, time.perf_counter() - t0))
         assert "Traceback" not in out, out
         assert r.returncode == want, f"{command}\n→ {r.returncode}\n{out[-4000:]}"
         return out
@@ -224,10 +226,13 @@ def test_a_head_trained_on_code_traffic_clears_the_gate_and_vllm_agrees(
     team.run(f"alphagate measure offline --log {head}/held-out.jsonl --target {TARGET_ID} "
              f"--drafter eagle3:{head} --k {k} --dtype bfloat16 --out results/predicted.json")  # fmt: skip
     predicted = _counts(team.json("results/predicted.json")["classes"]["code"])
+    t0 = time.perf_counter()
     with vllm_server(tiny.target, "tiny", spec, logdir) as srv:
         a = _bench(srv.url, data, team.cwd / "results" / "served")["levels"][0]["acceptance"]
     served = _counts(a)
     report("train-head/vllm-vs-offline", {"k": k, "predicted": predicted, "vllm": served})
+    report("train-head/seconds", {"commands": [(c[:100], s) for c, _, s in team.ran],
+            "vllm serving the new head": time.perf_counter() - t0})  # fmt: skip
     assert served["drafts"] > 0
     # as the tier's offline check: ties in bf16 logits may flip a few tokens
     assert counts_agree(predicted, served), (predicted, served)
