@@ -328,8 +328,8 @@ def pinned(servers: list[VllmServer]) -> Iterator[int]:
     (median absolute deviation), pinned by 2–3%. The servers run with ``OMP_NUM_THREADS=1``
     (:data:`IN_PROCESS_WORKER`): vLLM sets torch's threads to one for serving, but an OpenMP
     region that still asked for two spun on its one core (a long prompt's decode step took
-    17 ms instead of 7). Everything goes back to every core on exit. Yields the engine cores pinned (none on a
-    machine of one core)."""
+    17 ms instead of 7). Everything goes back to every core on exit. Yields the engine cores
+    pinned (none on a machine of one core)."""
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:
         yield 0

@@ -5,9 +5,9 @@ probe, K = 1 at 1 and 8 (what ``calibrate --url base --url k3 --url k1 --concurr
 measures) — then predict the speculative speedup of six cells it was not fitted on — K = 3 at
 concurrency 4, K = 2 at 1 and 4, K = 1 at 4, and an untrained EAGLE-3 head (the same
 architecture, a low acceptance) at K = 3 and concurrency 4 and 8 — each with its range over the
-calibrated constants, measure them on the same servers (five rounds, the servers taking turns level by
-level, in another order each round; each engine core pinned to a core of its own while they
-do, :func:`~tests.real_engine.harness.pinned`), and compare: every cell but one at most within
+calibrated constants, measure them on the same servers (five rounds, the servers taking turns
+level by level, in another order each round; each engine core pinned to a core of its own while
+they do, :func:`~tests.real_engine.harness.pinned`), and compare: every cell but one at most within
 ±10% of the measured speedup (the median of its rounds), every cell within ±20% (on two shared
 cores a slow spell of the machine still moves a round's ratio by up to a half), and the
 calibrated range covers the measured speedup in all cells but one at least. Before calibration,
