@@ -79,7 +79,7 @@ def twin() -> None:
     from alphagate.calibrate.fit import fit_profile
     from alphagate.calibrate.predict import predict_level
     from alphagate.calibrate.sweep import LiveSweep, SweepRun, run_live_sweep
-    from alphagate.specs.calibration import with_coefficients
+    from alphagate.specs.calibration import coefficient_values, with_coefficients
     from alphagate.twin.background import twin_in_thread
     from alphagate.twin.config import TwinConfig
 
@@ -114,13 +114,12 @@ def twin() -> None:
                 ab_runs += r
     profile = fit_profile(rt.BASE, obs, time_scale=rt.TIME_SCALE)
     print("coefficient                 truth        fitted     error   ±1 s.e.   set by")
+    truths = coefficient_values(truth)  # the twins' deployment: TRUTH, the rest its defaults
     for c in profile.coefficients:
-        want = rt.TRUTH[c.name]
+        want = truths[c.name]
         se = f"{c.standard_error / c.value:8.1%}" if c.value > 0 else f"{'—':>8}"
-        print(
-            f"{c.name:26} {want:10.4g} {c.value:12.4g} {c.value / want - 1:+8.1%} "
-            f"{se}   {c.determined_by}"
-        )
+        err = f"{c.value / want - 1:+8.1%}" if want > 0 else f"{'—':>8}"
+        print(f"{c.name:26} {want:10.4g} {c.value:12.4g} {err} {se}   {c.determined_by}")
     print(f"RMS residual {profile.rms_residual_pct:.2f}%")
     truth_cost = build_cost_model(resolve_deployment(truth))
     fitted = build_cost_model(resolve_deployment(profile.deployment))

@@ -123,6 +123,7 @@ def block_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int,
             rc, out = _run_block(cmds, tmp_path_factory.mktemp("block"))
         return rc, out
 
+    tmp_path_factory.getbasetemp()  # made here, once: the threads would race to create it
     with ThreadPoolExecutor(PARALLEL) as pool:
         futures = {where: pool.submit(run, cmds) for where, _, cmds in RUNNABLE}
         return {where: f.result() for where, f in futures.items()}
