@@ -36,9 +36,12 @@ LEVELS = [
 
 
 def _observe(
-    c: int, k: int, n_in: int, n_out: int, n: int, seed: int, truth: dict[str, float] = TRUTH
-) -> Observation:
-    """One level run on the simulator with the true coefficients, read as a bench would."""
+    c: int, k: int, n_in: int, n_out: int, n: int, seed: int, truth: dict[str, float] = TRUTH,
+    frontend_s: float = 0.0, delay_s: float = 0.0,
+) -> Observation:  # fmt: skip
+    """One level run on the simulator with the true coefficients, read as a bench would (each
+    request ``delay_s`` + ``frontend_s`` outside the engine, the latter in a serial
+    front-end)."""
     cost = build_cost_model(resolve_deployment(with_coefficients(BASE, truth)))
     cls = (
         TrafficClass(name="a", share=1.0, alpha_by_pos=ALPHA)
@@ -47,7 +50,8 @@ def _observe(
     )
     prompt, output = np.full(n, n_in, dtype=np.int64), np.full(n, n_out, dtype=np.int64)
     reqs = RequestSet(prompt, output, np.zeros(n, dtype=np.int64), np.full(n, np.nan))
-    sc = Scenario(k, ClosedLoop(users=c), reqs, unconditional_table((cls,), k), 256)
+    sc = Scenario(k, ClosedLoop(users=c), reqs, unconditional_table((cls,), k), 256,
+                  frontend_s=frontend_s, request_delay_s=delay_s)  # fmt: skip
     s = summarize(run_scenarios(cost, [sc], np.random.default_rng(seed))[0])
     assert s.itl_per_chunk_ms.mean is not None and s.ttft_ms.mean is not None
     return Observation(
@@ -141,6 +145,56 @@ def test_the_cost_per_sequence_per_draft_forward_is_fitted_when_the_data_call_fo
             float(want.spec_step_time(b, k, 320.0)), rel=0.03
         ), (k, b)
     assert prof.rms_residual_pct < 1.0
+
+
+def test_the_front_ends_share_of_the_request_overhead_is_fitted_from_the_baselines_ttft() -> None:
+    """Each request spends 1.5 ms outside the engine and 0.5 ms in a serial front-end: at
+    concurrency 1 the two are one constant (2 ms), above it the front-end queues the requests a
+    closed loop's users send together. The fit recovers both from levels up to concurrency 16,
+    and the baseline at 32 and 64, not fitted on, comes out as measured: mean TTFT and output
+    tokens per second. Without the front-end (all 2 ms a delay per request) TTFT comes out
+    short."""
+    from alphagate.calibrate.predict import simulate_level
+
+    fe, delay = 0.5e-3, 1.5e-3
+    levels = [lv for lv in LEVELS if lv[1] == 0 and lv[0] <= 16]
+    levels += [(8, 0, 256, 64, 64), (1, 3, 2048, 16, 8), (16, 3, 256, 64, 128)]
+    obs = [_observe(*lv, seed=i, frontend_s=fe, delay_s=delay) for i, lv in enumerate(levels)]
+    prof = fit.fit_profile(BASE, obs)
+    assert prof.request_overhead_s == pytest.approx(fe + delay, rel=0.1)
+    assert prof.frontend_request_s == pytest.approx(fe, rel=0.1)
+    for c in (32, 64):
+        held = _observe(c, 0, 256, 64, 256, seed=99, frontend_s=fe, delay_s=delay)
+        assert held.ttft_ms is not None
+        tput = held.output_tokens.sum() / _duration(c, 256, seed=99, frontend_s=fe, delay_s=delay)
+        got, flat = (
+            simulate_level(
+                prof.deployment, c, 0, None, held.prompt_tokens, held.output_tokens,
+                request_overhead_s=prof.request_overhead_s or 0.0, frontend_s=share,
+            )
+            for share in (prof.frontend_request_s or 0.0, 0.0)
+        )  # fmt: skip
+        assert got.ttft_ms == pytest.approx(held.ttft_ms, rel=0.02), c
+        assert got.output_tokens_per_s == pytest.approx(tput, rel=0.02), c
+        # without the front-end: short by some of c × 0.5 ms (prefills queue behind each other
+        # as well), and ten times further off
+        assert held.ttft_ms - flat.ttft_ms > max(
+            0.25 * c * fe * 1e3, 10 * abs(got.ttft_ms - held.ttft_ms)
+        ), c
+    # without a baseline above concurrency 1 there is nothing to tell the share from
+    alone = fit.fit_profile(BASE, [o for o in obs if o.concurrency == 1 or o.k > 0])
+    assert alone.request_overhead_s is not None and alone.frontend_request_s is None
+
+
+def _duration(c: int, n: int, seed: int, frontend_s: float, delay_s: float) -> float:
+    """The baseline level's first send to its last token (256-token prompts, 64 out)."""
+    cost = build_cost_model(resolve_deployment(with_coefficients(BASE, TRUTH)))
+    cls = TrafficClass(name="a", share=1.0, alpha=0.0)
+    reqs = RequestSet(np.full(n, 256), np.full(n, 64), np.zeros(n, dtype=np.int64),
+                      np.full(n, np.nan))  # fmt: skip
+    sc = Scenario(0, ClosedLoop(users=c), reqs, unconditional_table((cls,), 0), 256,
+                  frontend_s=frontend_s, request_delay_s=delay_s)  # fmt: skip
+    return summarize(run_scenarios(cost, [sc], np.random.default_rng(seed))[0]).duration_s
 
 
 def test_a_queueing_level_is_refused() -> None:

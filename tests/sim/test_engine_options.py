@@ -1,5 +1,6 @@
 """The step engine's options for counterfactuals and remedies: vLLM's batch-size schedule for K,
-and prefills apart from the decodes."""
+and prefills apart from the decodes; and the server's front-end, which takes requests sent
+together one after another."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 from alphagate.sim.closed_loop import fast_path_applies
 from alphagate.sim.cost import StepCostModel
 from alphagate.sim.engine import run_engine
-from alphagate.sim.workload import ClosedLoop
+from alphagate.sim.workload import ClosedLoop, OpenLoop, RequestSet
 from alphagate.specs.workload import FixedLength
 from tests.sim.conftest import scenario
 
@@ -76,3 +77,55 @@ def test_a_step_of_no_drafts_on_a_launched_server_runs_the_drafters_first_forwar
     assert zero.any() and drafting.any()
     assert (sched.step_dt_s[zero] > routed.step_dt_s[zero]).all()
     np.testing.assert_array_equal(sched.step_dt_s[drafting], routed.step_dt_s[drafting])
+
+
+def test_requests_sent_together_leave_the_front_end_together(cost_8b: StepCostModel) -> None:
+    """A closed loop's first requests, sent together, reach the engine after the front-end has
+    taken each of them (n × its time per request) and the delay before it: every TTFT is that
+    much longer than without a front-end, the steps the same."""
+    users, fe, delay = 8, 0.01, 0.004
+    base = scenario(0, 0.0, ClosedLoop(users=users), users, output=FixedLength(value=16))
+    with_fe = dataclasses.replace(base, frontend_s=fe, request_delay_s=delay)
+    assert not fast_path_applies(with_fe, cost_8b)
+    plain = run_engine(cost_8b, base, np.random.default_rng(0))
+    got = run_engine(cost_8b, with_fe, np.random.default_rng(0))
+    np.testing.assert_allclose(
+        got.first_token_s - got.arrival_s,
+        plain.first_token_s - plain.arrival_s + delay + users * fe,
+    )
+    np.testing.assert_allclose(got.step_dt_s, plain.step_dt_s)
+
+
+def test_a_request_that_reaches_a_busy_front_end_waits_for_its_next_batch(
+    cost_8b: StepCostModel,
+) -> None:
+    """Sent at 0, 5 and 6 ms to a front-end of 10 ms per request: the first is through at 10 ms,
+    the other two wait and go through together (20 ms more) — the same first tokens as the
+    requests sent at 10, 30 and 30 ms to a server without one."""
+    base = scenario(0, 0.0, OpenLoop(rate=1.0), 3, output=FixedLength(value=1))
+    sent = RequestSet(base.requests.prompt_len, base.requests.output_len,
+                      base.requests.class_idx, np.array([0.0, 0.005, 0.006]))  # fmt: skip
+    got = run_engine(
+        cost_8b, dataclasses.replace(base, requests=sent, frontend_s=0.01),
+        np.random.default_rng(0),
+    )  # fmt: skip
+    reach = RequestSet(sent.prompt_len, sent.output_len, sent.class_idx,
+                       np.array([0.01, 0.03, 0.03]))  # fmt: skip
+    want = run_engine(cost_8b, dataclasses.replace(base, requests=reach), np.random.default_rng(0))
+    np.testing.assert_allclose(got.first_token_s, want.first_token_s)
+    np.testing.assert_allclose(got.arrival_s, sent.arrival_s)  # TTFT counts from the send
+    assert want.first_token_s[0] < 0.03  # the first was done before the other two reached it
+
+
+def test_requests_spaced_wider_than_the_front_end_do_not_queue(cost_8b: StepCostModel) -> None:
+    """Sent 50 ms apart to a front-end of 10 ms per request: each waits its own 10 ms only."""
+    base = scenario(0, 0.0, OpenLoop(rate=1.0), 4, output=FixedLength(value=1))
+    sent = np.arange(4) * 0.05
+    reqs = RequestSet(base.requests.prompt_len, base.requests.output_len,
+                      base.requests.class_idx, sent)  # fmt: skip
+    got = run_engine(
+        cost_8b, dataclasses.replace(base, requests=reqs, frontend_s=0.01),
+        np.random.default_rng(0),
+    )  # fmt: skip
+    plain = run_engine(cost_8b, dataclasses.replace(base, requests=reqs), np.random.default_rng(0))
+    np.testing.assert_allclose(got.first_token_s - plain.first_token_s, 0.01)

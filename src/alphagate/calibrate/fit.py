@@ -62,6 +62,7 @@ __all__ = [
     "MAX_RMS_RESIDUAL_PCT",
     "DesignRow",
     "design_rows",
+    "fit_frontend",
     "fit_profile",
     "unusable_reason",
 ]
@@ -110,6 +111,9 @@ EVIDENCE_CHI2: Final = 9.0
 #: (tests/real_engine/test_calibrate_vllm.py). 25% leaves that noisiest usable fit room, and
 #: is still a model that misses its own data by a quarter.
 MAX_RMS_RESIDUAL_PCT: Final = 25.0
+#: Points of the coarse grid over the front-end's share of the request overhead
+#: (:func:`fit_frontend`).
+FRONTEND_GRID: Final = 9
 
 
 @dataclass(frozen=True)
@@ -329,6 +333,8 @@ def fit_profile(
     # a coefficient is fitted when its term appears in some row (no drafter, no TP: held)
     solution = _solve_nested(rows, prior, np.abs(x).sum(axis=0) > 0)
     theta = solution.theta
+    fitted = with_coefficients(deployment, {n: float(theta[j]) for j, n in enumerate(NAMES)})
+    overhead = float(theta[-1]) if any(r.metric == "ttft" for r in rows) else None
     coefficients = _coefficients(solution, prior)
     points = _points(rows, x @ theta)
     concs = [o.concurrency for o in observations]
@@ -336,11 +342,12 @@ def fit_profile(
     rms = float(np.sqrt(np.mean([p.residual_pct**2 for p in points])))
     why = unusable_reason(rms, coefficients)
     return CalibrationProfile(
-        deployment=with_coefficients(deployment, {n: float(theta[j]) for j, n in enumerate(NAMES)}),
+        deployment=fitted,
         deployment_description=resolved.describe(),
         functional_form=FUNCTIONAL_FORM,
         coefficients=coefficients,
-        request_overhead_s=(float(theta[-1]) if any(r.metric == "ttft" for r in rows) else None),
+        request_overhead_s=overhead,
+        frontend_request_s=fit_frontend(fitted, observations, overhead, time_scale=time_scale),
         points=points,
         rms_residual_pct=rms,
         covariance=solution.cov[: len(NAMES), : len(NAMES)].tolist(),
@@ -352,6 +359,66 @@ def fit_profile(
         unusable_reason=why,
         partial=partial,
     )
+
+
+def fit_frontend(
+    deployment: DeploymentConfig,
+    observations: Sequence[Observation],
+    request_overhead_s: float | None,
+    *,
+    time_scale: float = 1.0,
+) -> float | None:
+    """The front-end's serial time per request (:attr:`CalibrationProfile.frontend_request_s`),
+    from the baseline's levels at concurrency above 1, or None without one (or without
+    ``request_overhead_s``).
+
+    At concurrency 1 a request's time outside the engine is one constant: how much of it the
+    front-end spends one request after another does not show. Above 1 it does: a closed loop's
+    users whose requests finish in the same step send the next ones together, and vLLM's API
+    server takes them through tokenization and input processing one after another, so they
+    reach the engine later the more there are (vLLM's CPU build at concurrency 8: the first
+    request's first token after 30 ms, the other seven's together after 100). Each level is
+    simulated step by step with the fitted coefficients (:func:`simulate_level`) and the
+    front-end's share of ``request_overhead_s`` chosen that brings the levels' mean TTFT
+    closest, in relative terms. Only the baseline's: a speculative server's first token also
+    waits for the drafter's work on the prompt, which the model prices less closely (its TTFT
+    at concurrency 1 is the fit's worst row on vLLM's CPU build).
+    """
+    from scipy.optimize import minimize_scalar
+
+    from alphagate.calibrate.predict import simulate_level
+
+    if not request_overhead_s or request_overhead_s <= 0.0:
+        return None
+    levels = [
+        (o, o.ttft_ms * 1e-3 / time_scale)
+        for o in observations
+        if o.k == 0 and o.concurrency > 1 and o.ttft_ms
+    ]
+    if not levels:
+        return None
+
+    def loss(frontend: float) -> float:
+        total = 0.0
+        for o, ttft_s in levels:
+            got = simulate_level(
+                deployment, o.concurrency, 0, None, o.prompt_tokens, o.output_tokens,
+                request_overhead_s=request_overhead_s, frontend_s=frontend,
+            )  # fmt: skip
+            total += (got.ttft_ms * 1e-3 / ttft_s - 1.0) ** 2
+        return total
+
+    # a coarse grid first (the loss steps where a request moves to another front-end batch),
+    # then Brent's method between the best point's neighbours
+    grid = np.linspace(0.0, request_overhead_s, FRONTEND_GRID)
+    values = [loss(float(g)) for g in grid]
+    best = int(np.argmin(values))
+    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    res = minimize_scalar(
+        loss, bounds=(float(lo), float(hi)), method="bounded",
+        options={"xatol": 0.005 * request_overhead_s},
+    )  # fmt: skip
+    return float(res.x) if res.fun < values[best] else float(grid[best])
 
 
 def _design(

@@ -196,6 +196,11 @@ def _validity(p: CalibrationProfile) -> Text:
         if p.request_overhead_s is not None
         else ""
     )
+    if p.request_overhead_s is not None and p.frontend_request_s is not None:
+        extra += (
+            f", {p.frontend_request_s * 1e3:.2f} ms of it in the server's front-end, one request "
+            "after another"
+        )
     return Text(
         f"{p.deployment_description}\nvalid for concurrency {fmt_span(str(lo), str(hi))}"
         + (f" and K {fmt_span(str(klo), str(khi))}" if khi else " (no speculative level)")

@@ -60,6 +60,8 @@ def fast_path_applies(sc: Scenario, cost: StepCostModel | None = None) -> bool:
         and sc.k_by_batch is None
         and sc.launched == 0
         and not sc.prefill_apart
+        and sc.frontend_s == 0.0
+        and sc.request_delay_s == 0.0
         and (
             cost is None
             or batch <= decode_capacity(cost.max_num_batched_tokens, sc.k, cost.draft_slots)

@@ -3,7 +3,10 @@
 Each loop iteration is one engine step. Inside a step all work is array code over the batch's
 slots; nothing loops per token or per sequence in Python. One step (vLLM V1 scheduling, simplified):
 
-1. **admit** waiting requests whose arrival time has passed into free slots (FCFS, ≤ max_num_seqs);
+1. **admit** waiting requests that have reached the engine into free slots (FCFS,
+   ≤ max_num_seqs): a request sent at its arrival time reaches the engine ``request_delay_s``
+   later, then through the server's front-end when the scenario prices one (``frontend_s``,
+   below);
 2. **schedule** every decoding sequence (K drafts + 1 verify position each) and give the rest of
    the ``max_num_batched_tokens`` budget to prefill chunks in admission order;
 3. **accept** drafts per decoding sequence (:func:`alphagate.sim.kernel.accepted_drafts`; drafts
@@ -14,8 +17,18 @@ slots; nothing loops per token or per sequence in Python. One step (vLLM V1 sche
    prefill finished emits its first token; finished requests free their slot (closed loop: the user
    sends its next request after the think time).
 
-This engine covers open and closed loops, think time, queueing, prefill contention and
-batch-size policies; :mod:`alphagate.sim.closed_loop` is the fast path for the common closed loop.
+The front-end (``frontend_s``): vLLM's API server takes each request through tokenization and
+input processing in one process before the engine core sees it
+(``vllm/entrypoints/openai/serving_completion.py`` → ``vllm/v1/engine/async_llm.py``), one
+request's work after another's. Requests that reach it together leave it together: each waiting
+request is processed in one batch that starts when the front-end is free and takes
+``frontend_s`` per request, the requests arriving meanwhile wait for the next (a burst of n
+simultaneous requests reaches the engine n × ``frontend_s`` later, as a closed loop's users do
+when their requests finish in the same step).
+
+This engine covers open and closed loops, think time, queueing, prefill contention, the
+front-end and batch-size policies; :mod:`alphagate.sim.closed_loop` is the fast path for the
+common closed loop.
 """
 
 from __future__ import annotations
@@ -72,6 +85,10 @@ class Scenario:
     #: decoding, ``vllm/v1/spec_decode/llm_base_proposer.py``), and the server's speculative
     #: per-step costs; 0: none beyond ``k``
     launched: int = 0
+    #: the server's front-end: seconds of work per request, serial (see the module docstring)
+    frontend_s: float = 0.0
+    #: seconds per request between its send and the front-end (HTTP, the client)
+    request_delay_s: float = 0.0
 
 
 @dataclass
@@ -147,6 +164,28 @@ class _Server:
             self.steps_cdf = np.cumsum(flat / flat.sum(axis=1, keepdims=True), axis=1)
         self.drafted = 0  # draft tokens of every step so far (variable lengths)
         self.step_drafted = 0  # … of this step
+        # when each request reaches the engine (the front-end's batches, formed as time passes)
+        self.fe = sc.frontend_s > 0.0 or sc.request_delay_s > 0.0
+        self.reach = np.full(self.n, np.nan) if self.fe else self.arrival
+        self.fe_free = 0.0  # when the front-end's current batch is done
+        self.fe_done = 0  # requests through the front-end, in send order
+
+    # 0. the front-end ---------------------------------------------------------------------------
+    def frontend(self, until: float, batches: int | None = None) -> None:
+        """Form the front-end's batches that start by ``until`` (at most ``batches`` of
+        them): a batch starts when the front-end is free and a request waits, takes every
+        request waiting then, and ends ``frontend_s`` per request later."""
+        sc = self.sc
+        while self.fe_done < self.issued and (batches is None or batches > 0):
+            enter = self.arrival[self.fe_done : self.issued] + sc.request_delay_s
+            start = max(self.fe_free, float(enter[0]))
+            if start > until:
+                return
+            size = int(np.searchsorted(enter, start, side="right"))
+            self.fe_free = start + size * sc.frontend_s
+            self.reach[self.fe_done : self.fe_done + size] = self.fe_free
+            self.fe_done += size
+            batches = None if batches is None else batches - 1
 
     # 1. admit ------------------------------------------------------------------------------
     def admit(self) -> None:
@@ -154,10 +193,12 @@ class _Server:
         if free.size == 0 or self.admitted >= self.issued:
             return
         upto = min(self.issued, self.admitted + free.size)
+        if self.fe:
+            self.frontend(self.clock)
         # a request that arrives as a step ends (a closed-loop user answering the last token)
         # reaches a busy engine while the next step runs — vLLM's loop does not wait for it — and
         # joins the step after; an idle engine takes it at once
-        arrived = self.arrival[self.admitted : upto]
+        arrived = self.reach[self.admitted : upto]
         ready = arrived < self.clock if (self.req >= 0).any() else arrived <= self.clock
         take = int(np.cumprod(ready).sum())
         if take == 0:
@@ -171,9 +212,12 @@ class _Server:
         self.admitted += take
 
     def wait_for_arrival(self) -> None:
-        """No sequence is running: jump the clock to the next request's arrival."""
+        """No sequence is running: jump the clock to when the next request reaches the engine
+        (nothing is sent meanwhile, so the front-end's next batch is known)."""
         if self.admitted < self.issued:
-            self.clock = max(self.clock, float(self.arrival[self.admitted]))
+            if self.fe and self.fe_done <= self.admitted:
+                self.frontend(np.inf, batches=1)
+            self.clock = max(self.clock, float(self.reach[self.admitted]))
 
     # 2. schedule -----------------------------------------------------------------------------
     def schedule(self, occupied: BoolArray) -> tuple[BoolArray, int, IntArray]:

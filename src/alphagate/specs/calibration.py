@@ -261,6 +261,13 @@ class CalibrationProfile(Results):
         description="client-visible time per request outside engine steps (HTTP, tokenization), "
         "fitted from TTFT; not part of the step-time model",
     )
+    frontend_request_s: float | None = Field(
+        default=None,
+        description="the part of request_overhead_s that the server's front-end spends on each "
+        "request one after another (tokenization, input processing), so that requests sent "
+        "together reach the engine one such time apart; fitted from the baseline's TTFT at "
+        "concurrency above 1 (None: no such level)",
+    )
     points: list[CalibrationPoint]
     rms_residual_pct: float
     covariance: list[list[float]] | None = Field(
