@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from alphagate.calibrate.observations import Observation
+from alphagate.calibrate.predict import simulate_level
 from alphagate.core.errors import ConfigError
 from alphagate.core.traffic import TrafficClass
 from alphagate.sim.closed_loop import fast_path_applies, plan_steps
@@ -384,11 +385,9 @@ def fit_frontend(
     waits for the drafter's work on the prompt, which the model prices less closely (its TTFT
     at concurrency 1 is the fit's worst row on vLLM's CPU build).
     """
-    from scipy.optimize import minimize_scalar
+    from scipy.optimize import minimize_scalar  # scipy costs ~0.2 s to import: only here
 
-    from alphagate.calibrate.predict import simulate_level
-
-    if not request_overhead_s or request_overhead_s <= 0.0:
+    if request_overhead_s is None or request_overhead_s <= 0.0:
         return None
     levels = [
         (o, o.ttft_ms * 1e-3 / time_scale)
